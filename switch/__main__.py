@@ -1,0 +1,5 @@
+"""`python -m switch` runs the CLI."""
+
+from switch.cli import main
+
+main()

@@ -1,0 +1,69 @@
+"""`switch serve`: run the proxy in the foreground."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+import typer
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to `app`."""
+
+    @app.command()
+    def serve(
+        host: str = typer.Option(None, help="Address to bind (default 127.0.0.1)."),
+        port: int = typer.Option(None, help="Port to listen on (default 8742; 0 picks a free one)."),
+        log_level: str = typer.Option("warning", help="uvicorn log level."),
+    ) -> None:
+        """Run the proxy in the foreground."""
+        import uvicorn
+
+        from switch.config import load_settings
+        from switch.errors import ConfigError
+        from switch.proxy.app import create_app
+
+        try:
+            settings = load_settings()
+        except ConfigError as exc:
+            typer.echo(f"switch: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if host is not None:
+            settings.server.host = host
+        if port is not None:
+            settings.server.port = port
+        if not _is_loopback(settings.server.host) and not settings.server.access_token:
+            typer.echo(
+                f"switch: refusing to listen on {settings.server.host}: anyone who can reach it could "
+                "spend your API keys. Set [server] access_token in config.toml to allow it.",
+                err=True,
+            )
+            raise typer.Exit(2)
+        app = create_app(settings)
+        config = uvicorn.Config(
+            app,
+            host=settings.server.host,
+            port=settings.server.port,
+            log_level=log_level,
+            access_log=False,
+            lifespan="on",
+            timeout_keep_alive=75,
+        )
+        server = uvicorn.Server(config)
+        try:
+            server.run()
+        except OSError as exc:
+            typer.echo(f"switch: cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror}", err=True)
+            raise typer.Exit(1) from exc
+        if not server.started:
+            sys.exit(1)

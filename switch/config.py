@@ -1,0 +1,187 @@
+"""Settings: `$SWITCH_HOME/config.toml` over built-in defaults, validated with clear errors.
+
+    [server]                      # where `switch serve` listens and its limits
+    port = 8742
+
+    [defaults]
+    model = "baseten/moonshotai/Kimi-K3"   # or "native"
+
+    [providers.baseten]           # a user entry overrides the built-in one field by field
+    api = "openai-chat"           # openai-chat | anthropic | openai-responses | litellm
+    base_url = "https://inference.baseten.co/v1"
+    api_key_env = "BASETEN_API_KEY"
+
+    [models."baseten/moonshotai/Kimi-K3"]   # per-model knobs, all optional
+    max_output_tokens = 262144
+    effort_levels = ["low", "high", "max"]
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from switch import locations
+from switch.errors import ConfigError
+
+Api = Literal["openai-chat", "anthropic", "openai-responses", "litellm"]
+NATIVE = "native"
+
+
+class Provider(BaseModel):
+    """One upstream provider."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api: Api = "openai-chat"
+    """Wire API the provider speaks."""
+    base_url: str
+    """Base URL; chat and responses paths are appended to it, Anthropic's `/v1/messages` too."""
+    api_key_env: str | None = None
+    """Environment variable holding the key; else the key stored with `switch keys set NAME`."""
+    reasoning_style: Literal["reasoning_effort", "chat_template_args", "thinking", "none"] = (
+        "reasoning_effort"
+    )
+    """How the provider takes a reasoning request on chat completions."""
+    reasoning_field: str = "reasoning_content"
+    """Message field that carries reasoning back to the provider (vLLM ≥ 0.16 wants `reasoning`)."""
+    cache_key_field: str | None = None
+    """Body field for a stable prompt-cache key, where the provider accepts one."""
+    send_user: bool = True
+    """Whether to pass the caller's user id on as `user`."""
+
+
+class ModelSettings(BaseModel):
+    """Knobs for one `provider/model` reference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_output_tokens: int | None = None
+    """Output cap; larger requests are clamped to it."""
+    effort_levels: list[str] | None = None
+    """Reasoning effort values the model accepts, lowest first."""
+    fixed_sampling: bool | None = None
+    """Drop `temperature`/`top_p` (models that reject changes to them)."""
+
+
+class Server(BaseModel):
+    """How `switch serve` listens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = 8742
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Largest request body accepted; larger ones get 413."""
+    ping_interval: float = 10.0
+    """Seconds of upstream silence before a keep-alive ping goes to a streaming client."""
+    connect_timeout: float = 10.0
+    read_timeout: float = 300.0
+    """Seconds an upstream may stay silent mid-response before the call fails."""
+    access_token: str | None = None
+
+
+class Defaults(BaseModel):
+    """Routing defaults used until a preset says otherwise."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "baseten/moonshotai/Kimi-K3"
+
+
+class Settings(BaseModel):
+    """The whole configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    server: Server = Field(default_factory=Server)
+    defaults: Defaults = Field(default_factory=Defaults)
+    providers: dict[str, Provider] = Field(default_factory=dict)
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+
+
+BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
+    "baseten": {
+        "api": "openai-chat",
+        "base_url": "https://inference.baseten.co/v1",
+        "api_key_env": "BASETEN_API_KEY",
+    },
+    "moonshot": {
+        "api": "openai-chat",
+        "base_url": "https://api.moonshot.ai/v1",
+        "api_key_env": "MOONSHOT_API_KEY",
+    },
+    "openrouter": {
+        "api": "openai-chat",
+        "base_url": "https://openrouter.ai/api/v1",
+        "api_key_env": "OPENROUTER_API_KEY",
+        "reasoning_field": "reasoning",
+    },
+    "anthropic": {
+        "api": "anthropic",
+        "base_url": "https://api.anthropic.com",
+        "api_key_env": "ANTHROPIC_API_KEY",
+    },
+    "openai": {
+        "api": "openai-responses",
+        "base_url": "https://api.openai.com/v1",
+        "api_key_env": "OPENAI_API_KEY",
+    },
+}
+
+# Model families with known constraints, matched on the lower-cased model id.
+BUILTIN_MODEL_FAMILIES: tuple[tuple[str, ModelSettings], ...] = (
+    (
+        "kimi-k3",
+        ModelSettings(
+            max_output_tokens=262144, effort_levels=["low", "high", "max"], fixed_sampling=True
+        ),
+    ),
+    ("kimi-k2", ModelSettings(max_output_tokens=65536, effort_levels=[], fixed_sampling=True)),
+)
+
+
+def _describe(error: ValidationError, path: Path) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(part) for part in first["loc"])
+    return f"{path}: invalid value at '{key}': {first['msg']}"
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """Read config.toml (if any) over the built-in defaults; raise ConfigError naming the key."""
+    path = path or locations.config_file()
+    raw: dict[str, Any] = {}
+    if path.exists():
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    providers: dict[str, Any] = {name: dict(fields) for name, fields in BUILTIN_PROVIDERS.items()}
+    user_providers = raw.get("providers", {})
+    if not isinstance(user_providers, dict):
+        raise ConfigError(f"{path}: 'providers' must be a table of [providers.NAME] tables")
+    for name, fields in user_providers.items():
+        if not isinstance(fields, dict):
+            raise ConfigError(f"{path}: 'providers.{name}' must be a table")
+        providers[name] = {**providers.get(name, {}), **fields}
+    try:
+        return Settings.model_validate({**raw, "providers": providers})
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from exc
+
+
+def model_settings(settings: Settings, reference: str) -> ModelSettings:
+    """The knobs for `provider/model`: user entry over built-in family defaults."""
+    merged: dict[str, Any] = {}
+    lowered = reference.lower()
+    for family, defaults in BUILTIN_MODEL_FAMILIES:
+        if family in lowered:
+            merged = defaults.model_dump(exclude_none=True)
+            break
+    user = settings.models.get(reference)
+    if user is not None:
+        merged.update(user.model_dump(exclude_none=True))
+    return ModelSettings.model_validate(merged)

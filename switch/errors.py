@@ -1,0 +1,84 @@
+"""The exception tree of switch.
+
+    SwitchError                 anything switch reports on purpose
+    ├── ConfigError             config.toml or a preset is invalid (names the file and key)
+    │   └── PresetError
+    ├── KeyMissingError         no API key for a provider (names the command that sets one)
+    ├── RoutingError            no route can serve the call
+    ├── ClientRequestError      the caller's request is malformed (400-class, in the caller's format)
+    │   └── TranslationError    the request uses a feature the upstream cannot represent
+    └── UpstreamError           the upstream failed: HTTP status, transport, or protocol
+        └── UpstreamTimeout     no answer in time
+
+Each carries a message that is safe to show: never a key, never a prompt.
+"""
+
+from __future__ import annotations
+
+
+class SwitchError(Exception):
+    """Base of every error switch raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(SwitchError):
+    """Invalid configuration."""
+
+
+class PresetError(ConfigError):
+    """Invalid preset."""
+
+
+class KeyMissingError(SwitchError):
+    """No key is configured for a provider."""
+
+    def __init__(self, provider: str, env_var: str | None) -> None:
+        where = f"set {env_var} or run `switch keys set {provider}`" if env_var else (
+            f"run `switch keys set {provider}`"
+        )
+        super().__init__(f"no API key for provider '{provider}': {where}")
+        self.provider = provider
+
+
+class RoutingError(SwitchError):
+    """No route can serve the call."""
+
+
+class ClientRequestError(SwitchError):
+    """The caller sent something invalid; `status` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.param = param
+
+
+class TranslationError(ClientRequestError):
+    """The request uses a feature the chosen upstream cannot represent."""
+
+
+class UpstreamError(SwitchError):
+    """The upstream failed. `status` is its HTTP status, or None for transport failures."""
+
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        *,
+        retry_after: str | None = None,
+        kind: str = "http",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+        self.kind = kind
+
+
+class UpstreamTimeout(UpstreamError):
+    """The upstream did not answer in time."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, None, kind="timeout")

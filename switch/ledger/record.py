@@ -1,0 +1,57 @@
+"""The immutable record of one call attempt, built by the relay and handed to the recorder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Outcome = Literal[
+    "completed",
+    "client_cancelled",
+    "upstream_error",
+    "transport_error",
+    "incomplete_stream",
+    "rejected",
+    "proxy_error",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """Everything the ledger keeps about one call attempt (never a prompt, never a key)."""
+
+    started_at: float
+    harness: str
+    role: str
+    preset: str
+    requested_model: str
+    provider: str
+    served_model: str
+    inbound_api: str
+    upstream_api: str
+    streamed: bool
+    outcome: Outcome
+    http_status: int
+    session_id: str | None = None
+    agent_id: str | None = None
+    stop_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    usage_reported: bool = False
+    ttft_ms: float | None = None
+    duration_ms: float = 0.0
+    fallback_attempt: int = 0
+    fallback_trigger: str | None = None
+    request_bytes: int = 0
+    response_bytes: int = 0
+    error: str | None = None
+
+
+class RecordSink(Protocol):
+    """Where the relay hands finished records; `submit` must never block."""
+
+    def submit(self, record: CallRecord) -> None:
+        """Queue one record."""

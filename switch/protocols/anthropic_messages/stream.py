@@ -1,0 +1,260 @@
+"""IR stream events → Anthropic Messages SSE, as an explicit state machine.
+
+The encoder holds one `BlockState`; `_TRANSITIONS` says, for each state and each kind of incoming
+content, whether the open block continues or is closed and a new one opened. Output is appended to
+`self.out` (bytes) for the relay to send once per upstream chunk.
+
+Grammar kept (what the Anthropic SDK and Claude Code enforce): exactly one `message_start` first;
+block indices contiguous from 0; every delta belongs to the open block and matches its type; a
+thinking block gets its `signature_delta` right before it stops; `message_delta` carries the final
+stop reason and the full usage (with `input_tokens` > 0 when known, since Claude Code keeps the
+`message_start` figure otherwise); `message_stop` last. Every event has its `event:` line.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import orjson
+
+from switch.protocols.anthropic_messages.errors import error_event
+from switch.protocols.anthropic_messages.response import usage_to_wire
+from switch.protocols.carry import client_tool_id, encode_reasoning
+from switch.protocols.ir import StopReason, Usage
+
+_dumps = orjson.dumps
+
+
+class BlockState(Enum):
+    """What the encoder has open."""
+
+    IDLE = "idle"  # message_start not yet sent
+    NONE = "none"  # between blocks
+    THINKING = "thinking"
+    TEXT = "text"
+    TOOL = "tool"
+    DONE = "done"
+
+
+# (state, incoming) → True when the open block continues, False when it must close first.
+_TRANSITIONS: dict[tuple[BlockState, BlockState], bool] = {
+    (BlockState.THINKING, BlockState.THINKING): True,
+    (BlockState.TEXT, BlockState.TEXT): True,
+}
+
+_DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+_PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+
+
+class StreamFormatError(Exception):
+    """The upstream stream cannot be expressed in Anthropic's grammar."""
+
+
+class StreamEncoder:
+    """Encodes one response stream for an Anthropic client."""
+
+    def __init__(self, message_id: str, model: str, input_estimate: int) -> None:
+        self.out: list[bytes] = []
+        self.state = BlockState.IDLE
+        self.message_id = message_id
+        self.model = model
+        self.input_estimate = input_estimate
+        self.final_usage = Usage()
+        self.usage_seen = False
+        self.stop_reason: StopReason | None = None
+        self.stop_sequence: str | None = None
+        self.tool_call_ids: list[str] = []
+        self.reasoning_chunks: list[str] = []
+        self._index = -1
+        self._block_reasoning: list[str] = []
+        self._tool_index_to_block: dict[int, int] = {}
+        self._open_tool: int | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    def start(self, usage: Usage | None = None) -> None:
+        """Emit `message_start` (idempotent); `usage` is used when the upstream gave it early."""
+        if self.state is not BlockState.IDLE:
+            return
+        if usage is None and self.usage_seen:
+            usage = self.final_usage
+        start_usage = usage_to_wire(usage) if usage else {
+            "input_tokens": self.input_estimate,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 0,
+        }
+        if usage:
+            self.final_usage = usage
+            self.usage_seen = True
+        message = {
+            "id": self.message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": start_usage,
+        }
+        self.out.append(
+            b"event: message_start\ndata: "
+            + _dumps({"type": "message_start", "message": message})
+            + b"\n\n"
+        )
+        self.state = BlockState.NONE
+
+    def ping(self) -> bytes:
+        """A keep-alive event (only valid once the message has started)."""
+        return _PING if self.state not in (BlockState.IDLE, BlockState.DONE) else b""
+
+    def end(self) -> None:
+        """Close the open block and finish the message with stop reason and usage."""
+        self.start()
+        self._close()
+        has_tools = bool(self.tool_call_ids)
+        stop_reason: StopReason = self.stop_reason or "end_turn"
+        if has_tools and stop_reason == "end_turn":
+            stop_reason = "tool_use"
+        elif not has_tools and stop_reason == "tool_use":
+            stop_reason = "end_turn"
+        delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": self.stop_sequence},
+            "usage": usage_to_wire(self.final_usage),
+        }
+        self.out.append(b"event: message_delta\ndata: " + _dumps(delta) + b"\n\n")
+        self.out.append(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+        self.state = BlockState.DONE
+
+    def fail(self, status: int, message: str) -> None:
+        """Report an upstream failure in-band; the stream ends after it."""
+        self.start()
+        self._close()
+        self.out.append(error_event(status, message))
+        self.state = BlockState.DONE
+
+    # ---- StreamSink ----------------------------------------------------------------------------
+
+    def reasoning_delta(self, text: str) -> None:
+        """Continue or open a thinking block."""
+        if not text:
+            return
+        self._enter(BlockState.THINKING)
+        self._block_reasoning.append(text)
+        self.reasoning_chunks.append(text)
+        self.out.append(
+            _DELTA_HEAD
+            + str(self._index).encode()
+            + b',"delta":{"type":"thinking_delta","thinking":'
+            + _dumps(text)
+            + b"}}\n\n"
+        )
+
+    def text_delta(self, text: str) -> None:
+        """Continue or open a text block."""
+        if not text:
+            return
+        self._enter(BlockState.TEXT)
+        self.out.append(
+            _DELTA_HEAD
+            + str(self._index).encode()
+            + b',"delta":{"type":"text_delta","text":'
+            + _dumps(text)
+            + b"}}\n\n"
+        )
+
+    def tool_call_start(self, index: int, call_id: str, name: str) -> None:
+        """Open a tool_use block."""
+        self._enter(BlockState.TOOL, force_new=True)
+        self._tool_index_to_block[index] = self._index
+        self._open_tool = index
+        self.tool_call_ids.append(call_id)
+        block = {"type": "tool_use", "id": client_tool_id(call_id), "name": name, "input": {}}
+        self.out.append(
+            b"event: content_block_start\ndata: "
+            + _dumps({"type": "content_block_start", "index": self._index, "content_block": block})
+            + b"\n\n"
+        )
+
+    def tool_call_delta(self, index: int, fragment: str) -> None:
+        """Stream a fragment of the open tool call's JSON arguments."""
+        if not fragment:
+            return
+        if index != self._open_tool or self.state is not BlockState.TOOL:
+            raise StreamFormatError(
+                f"upstream interleaved arguments for tool call {index} after it ended"
+            )
+        self.out.append(
+            _DELTA_HEAD
+            + str(self._index).encode()
+            + b',"delta":{"type":"input_json_delta","partial_json":'
+            + _dumps(fragment)
+            + b"}}\n\n"
+        )
+
+    def usage(self, usage: Usage) -> None:
+        """Remember the upstream's usage for `message_delta`."""
+        self.final_usage = usage
+        self.usage_seen = True
+
+    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
+        """Remember why the model stopped."""
+        self.stop_reason = stop_reason
+        self.stop_sequence = stop_sequence
+
+    # ---- blocks --------------------------------------------------------------------------------
+
+    def _enter(self, kind: BlockState, force_new: bool = False) -> None:
+        if self.state is BlockState.IDLE:
+            self.start()
+        if not force_new and _TRANSITIONS.get((self.state, kind), False):
+            return
+        self._close()
+        self._index += 1
+        self.state = kind
+        if kind is BlockState.THINKING:
+            skeleton = b'{"type":"thinking","thinking":"","signature":""}'
+        elif kind is BlockState.TEXT:
+            skeleton = b'{"type":"text","text":""}'
+        else:
+            return  # tool_use blocks are opened by tool_call_start with their id and name
+        self.out.append(
+            b'event: content_block_start\ndata: {"type":"content_block_start","index":'
+            + str(self._index).encode()
+            + b',"content_block":'
+            + skeleton
+            + b"}\n\n"
+        )
+
+    def _close(self) -> None:
+        state = self.state
+        if state in (BlockState.IDLE, BlockState.NONE, BlockState.DONE):
+            return
+        index = str(self._index).encode()
+        if state is BlockState.THINKING:
+            signature = encode_reasoning("".join(self._block_reasoning))
+            self._block_reasoning = []
+            self.out.append(
+                _DELTA_HEAD
+                + index
+                + b',"delta":{"type":"signature_delta","signature":'
+                + _dumps(signature)
+                + b"}}\n\n"
+            )
+        elif state is BlockState.TOOL:
+            self._open_tool = None
+        self.out.append(
+            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":'
+            + index
+            + b"}\n\n"
+        )
+        self.state = BlockState.NONE
+
+    def take(self) -> bytes:
+        """Everything encoded since the last call, as one chunk to send."""
+        if not self.out:
+            return b""
+        data = b"".join(self.out)
+        self.out.clear()
+        return data

@@ -1,0 +1,182 @@
+"""The internal model every wire API translates to and from.
+
+Requests and responses are frozen, slotted dataclasses of plain values. Streams are not objects:
+a stream decoder drives a `StreamSink` with one method call per event, so translating a chunk
+allocates nothing beyond what parsing it already did.
+
+Token usage keeps four disjoint counts (uncached input, cache reads, cache writes, output), which
+every wire convention can be derived from without guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant"]
+StopReason = Literal["end_turn", "max_tokens", "tool_use", "stop_sequence", "refusal", "pause"]
+ToolKind = Literal["function", "custom"]
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """Plain text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image given inline (base64 `data` with `media_type`) or by `url`."""
+
+    media_type: str | None = None
+    data: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentPart:
+    """A document block; most chat upstreams cannot take it, so translators reject it clearly."""
+
+    media_type: str | None
+    source_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """Model reasoning text, with the opaque token its API needs to accept it back, if any."""
+
+    text: str
+    signature: str | None = None
+    redacted_data: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A call the model made; `arguments` is the JSON text (or free text for custom tools)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    kind: ToolKind = "function"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """The caller's answer to a tool call."""
+
+    call_id: str
+    content: tuple[TextPart | ImagePart, ...]
+    is_error: bool = False
+    kind: ToolKind = "function"
+
+
+Part = TextPart | ImagePart | DocumentPart | ReasoningPart | ToolCallPart | ToolResultPart
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One turn; system text that arrives mid-conversation is kept as a `system` message."""
+
+    role: Literal["user", "assistant", "system"]
+    parts: tuple[Part, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call; custom (freeform) tools carry their format in `grammar`."""
+
+    name: str
+    description: str | None
+    parameters: dict[str, Any] | None
+    kind: ToolKind = "function"
+    grammar: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """`auto`, `required` (any tool), `none`, or one `tool` by name."""
+
+    mode: Literal["auto", "required", "none", "tool"]
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """What the caller asked of the model's thinking."""
+
+    enabled: bool
+    effort: ReasoningEffort | None = None
+    budget_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A model call, independent of the API it came in on."""
+
+    model: str
+    system: tuple[TextPart, ...]
+    messages: tuple[Message, ...]
+    max_output_tokens: int | None = None
+    stream: bool = False
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    reasoning: Reasoning | None = None
+    user: str | None = None
+    cache_key: str | None = None
+    provider_data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts in four disjoint buckets; `reasoning_tokens` is a subset of `output_tokens`."""
+
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """All input tokens, cached or not (the OpenAI convention)."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A complete (non-streamed) answer."""
+
+    id: str
+    model: str
+    parts: tuple[Part, ...]
+    stop_reason: StopReason
+    usage: Usage
+    stop_sequence: str | None = None
+
+
+class StreamSink(Protocol):
+    """The stream events of the IR, as calls; an encoder implements them and buffers bytes."""
+
+    def reasoning_delta(self, text: str) -> None:
+        """More reasoning text."""
+
+    def text_delta(self, text: str) -> None:
+        """More answer text."""
+
+    def tool_call_start(self, index: int, call_id: str, name: str) -> None:
+        """A new tool call begins; `index` identifies it in later deltas."""
+
+    def tool_call_delta(self, index: int, fragment: str) -> None:
+        """More argument text for the tool call at `index`."""
+
+    def usage(self, usage: Usage) -> None:
+        """The upstream reported usage (may be called more than once; the last one wins)."""
+
+    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
+        """The model stopped; usage may still follow."""

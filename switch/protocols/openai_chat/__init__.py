@@ -1,0 +1,1 @@
+"""OpenAI Chat Completions API (`POST /v1/chat/completions`)."""

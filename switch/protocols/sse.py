@@ -1,0 +1,89 @@
+"""Incremental Server-Sent Events decoding and encoding.
+
+`SseDecoder.feed` accepts bytes cut anywhere (inside a line, inside a multi-byte character, between
+CR and LF) and returns the complete events seen so far; `flush` returns what a stream that ended
+without a final blank line still held. Data is kept as bytes so JSON parsers can read it directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One dispatched event: its `event:` name (None when absent) and its joined `data:` lines."""
+
+    event: str | None
+    data: bytes
+
+
+class SseDecoder:
+    """Turns a byte stream into `SseEvent`s."""
+
+    __slots__ = ("_pending", "_event", "_data", "_has_data")
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._event: str | None = None
+        self._data: list[bytes] = []
+        self._has_data = False
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """Decode `chunk` and return every event it completed."""
+        buffer = self._pending + chunk if self._pending else chunk
+        if b"\r" in buffer:
+            # A CR at the very end may be the first half of a CRLF; wait for the next byte.
+            keep_cr = buffer.endswith(b"\r")
+            if keep_cr:
+                buffer = buffer[:-1]
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            lines = buffer.split(b"\n")
+            self._pending = lines.pop() + (b"\r" if keep_cr else b"")
+        else:
+            lines = buffer.split(b"\n")
+            self._pending = lines.pop()
+        events: list[SseEvent] = []
+        for line in lines:
+            self._take_line(line, events)
+        return events
+
+    def flush(self) -> list[SseEvent]:
+        """Return the event an unterminated stream left behind, if any."""
+        events: list[SseEvent] = []
+        if self._pending:
+            line = self._pending.rstrip(b"\r")
+            self._pending = b""
+            self._take_line(line, events)
+        self._take_line(b"", events)
+        return events
+
+    def _take_line(self, line: bytes, events: list[SseEvent]) -> None:
+        if not line:
+            if self._has_data:
+                events.append(SseEvent(self._event, b"\n".join(self._data)))
+            self._event = None
+            self._data = []
+            self._has_data = False
+            return
+        if line[0] == 58:  # ':' starts a comment
+            return
+        name, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value)
+            self._has_data = True
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        # `id` and `retry` mean nothing to a proxy relaying one response.
+
+
+def encode_event(name: str, data: bytes) -> bytes:
+    """One SSE event with an `event:` line, as Anthropic clients require."""
+    return b"event: " + name.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def encode_data(data: bytes) -> bytes:
+    """One SSE event with only a `data:` line (the OpenAI convention)."""
+    return b"data: " + data + b"\n\n"

@@ -1,0 +1,1 @@
+"""The HTTP proxy: app, guard, relay, upstream clients."""

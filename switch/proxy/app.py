@@ -1,0 +1,113 @@
+"""The ASGI application: routes, health probes, and the relay behind them."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from switch.config import Settings
+from switch.errors import ClientRequestError
+from switch.ledger.record import RecordSink
+from switch.protocols.anthropic_messages import errors as anthropic_errors
+from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
+from switch.protocols.tokens import estimate_input_tokens
+from switch.proxy.exchange import JSON_HEADERS, Exchange, Receive, Scope, Send
+from switch.proxy.guard import Guard
+from switch.proxy.relay import Relay, _parse_json
+from switch.proxy.upstream import UpstreamPool
+
+Handler = Callable[[Exchange], Awaitable[None]]
+
+
+class _Endpoint:
+    """A raw ASGI endpoint (Starlette calls non-function endpoints as ASGI apps)."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(Exchange(scope, receive, send))
+
+
+async def _ok(_request: Request) -> Response:
+    return Response(b"", status_code=200)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    sink: RecordSink | None = None,
+) -> Any:
+    """Build the proxy app; `transport` replaces the upstream network (tests, benchmarks)."""
+    pool = UpstreamPool(settings.server, transport)
+    relay = Relay(settings, pool, sink)
+    started = time.time()
+
+    async def count_tokens(exchange: Exchange) -> None:
+        try:
+            body = _parse_json(await exchange.read_body(settings.server.max_body_bytes))
+            if isinstance(body, dict):
+                body = {"max_tokens": 1, **body}
+            request = anthropic_request_to_ir(body)
+        except ClientRequestError as exc:
+            await exchange.respond(exc.status, anthropic_errors.error_body(exc.status, exc.message, "req_local"))
+            return
+        await exchange.respond(200, orjson.dumps({"input_tokens": estimate_input_tokens(request)}))
+
+    async def models(_request: Request) -> Response:
+        reference = settings.defaults.model
+        created = int(started)
+        entries = [
+            {
+                "id": reference,
+                "type": "model",
+                "object": "model",
+                "display_name": reference,
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
+                "created": created,
+                "owned_by": "switch",
+            }
+        ]
+        payload = {
+            "object": "list",
+            "data": entries,
+            "has_more": False,
+            "first_id": entries[0]["id"],
+            "last_id": entries[-1]["id"],
+        }
+        return Response(orjson.dumps(payload), media_type="application/json")
+
+    async def healthz(_request: Request) -> Response:
+        payload = {"status": "ok", "uptime_s": round(time.time() - started, 1)}
+        return Response(orjson.dumps(payload), media_type="application/json")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        await pool.aclose()
+
+    routes = [
+        Route("/v1/messages", _Endpoint(relay.messages), methods=["POST"]),
+        Route("/v1/messages/count_tokens", _Endpoint(count_tokens), methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/", _ok, methods=["GET", "HEAD"]),
+        Route("/api/hello", _ok, methods=["GET", "HEAD"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.relay = relay
+    extra_hosts = frozenset({settings.server.host}) if settings.server.access_token else frozenset()
+    return Guard(app, extra_hosts, settings.server.access_token)
+
+
+__all__ = ["JSON_HEADERS", "create_app"]

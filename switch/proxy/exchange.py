@@ -1,0 +1,137 @@
+"""One client exchange over raw ASGI: read the body once, answer or stream back.
+
+Raw ASGI instead of Starlette request/response objects keeps the per-request cost low: the body is
+read into one bytes object, headers are decoded once, and streamed chunks go straight to `send`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from switch.errors import ClientRequestError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class Exchange:
+    """The client side of one proxied call."""
+
+    __slots__ = (
+        "scope",
+        "receive",
+        "send",
+        "headers",
+        "started",
+        "body",
+        "status",
+        "response_bytes",
+        "streaming",
+        "disconnected",
+        "last_send",
+        "finished",
+    )
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.headers: dict[str, str] = {
+            name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]
+        }
+        self.started = time.perf_counter()
+        self.body = b""
+        self.status = 0
+        self.response_bytes = 0
+        self.streaming = False
+        self.disconnected = False
+        self.last_send = 0.0
+        self.finished = False
+
+    @property
+    def path(self) -> str:
+        """The request path."""
+        return str(self.scope["path"])
+
+    async def read_body(self, limit: int) -> bytes:
+        """Read the whole request body, refusing more than `limit` bytes with a 413."""
+        declared = self.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise ClientRequestError(
+                f"request body of {declared} bytes exceeds the {limit}-byte limit", status=413
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected = True
+                break
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    raise ClientRequestError(
+                        f"request body exceeds the {limit}-byte limit", status=413
+                    )
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        self.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return self.body
+
+    async def respond(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        """Send a complete response."""
+        self.status = status
+        self.response_bytes = len(body)
+        all_headers = list(headers) if headers else list(JSON_HEADERS)
+        all_headers.append((b"content-length", str(len(body)).encode()))
+        await self.send({"type": "http.response.start", "status": status, "headers": all_headers})
+        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+        self.finished = True
+
+    async def start_stream(self, headers: list[tuple[bytes, bytes]], status: int = 200) -> None:
+        """Begin a streamed response."""
+        self.status = status
+        self.streaming = True
+        self.last_send = time.perf_counter()
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def send_chunk(self, data: bytes) -> None:
+        """Send part of a streamed body."""
+        if data and not self.finished:
+            self.response_bytes += len(data)
+            self.last_send = time.perf_counter()
+            await self.send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def end_stream(self, data: bytes = b"") -> None:
+        """Send the last part of a streamed body."""
+        if self.finished:
+            return
+        self.finished = True
+        self.response_bytes += len(data)
+        await self.send({"type": "http.response.body", "body": data, "more_body": False})
+
+    async def watch_disconnect(self, task: asyncio.Task[Any]) -> None:
+        """Cancel `task` when the client goes away (run as its own task while streaming)."""
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected = True
+                if not self.finished:
+                    task.cancel()
+                return

@@ -1,0 +1,48 @@
+"""Small bounded in-memory state the proxy keeps between calls."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+from switch import keys
+
+
+class ReasoningCache:
+    """Reasoning text by tool-call id, so it can be sent back even when a client drops it."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[str, str] = OrderedDict()
+
+    def put(self, call_id: str, reasoning: str) -> None:
+        """Remember `reasoning` for `call_id`, evicting the oldest entry when full."""
+        self._entries[call_id] = reasoning
+        self._entries.move_to_end(call_id)
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+
+    def get(self, call_id: str) -> str | None:
+        """The reasoning remembered for `call_id`, if any."""
+        return self._entries.get(call_id)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class KeyCache:
+    """Provider keys, looked up at most every `ttl` seconds (the keyring is slow)."""
+
+    def __init__(self, ttl: float = 30.0) -> None:
+        self._ttl = ttl
+        self._entries: dict[str, tuple[float, str | None]] = {}
+
+    def get(self, provider: str, env_var: str | None) -> str | None:
+        """The key for `provider`, or None."""
+        now = time.monotonic()
+        cached = self._entries.get(provider)
+        if cached is not None and now - cached[0] < self._ttl:
+            return cached[1]
+        value, _source = keys.lookup(provider, env_var)
+        self._entries[provider] = (now, value)
+        return value

@@ -1,0 +1,1 @@
+"""Deciding where a call goes: classification, presets, route resolution."""

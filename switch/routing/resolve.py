@@ -1,0 +1,65 @@
+"""Model references (`provider/model` or `native`) → concrete upstream targets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from switch.config import NATIVE, Api, Settings, model_settings
+from switch.errors import RoutingError
+from switch.protocols.openai_chat.request import ChatTarget
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One upstream to try: which provider, which API, which model."""
+
+    reference: str
+    provider: str
+    api: Api
+    base_url: str
+    model: str
+    native: bool
+    api_key_env: str | None
+    chat: ChatTarget | None
+
+
+def resolve_target(settings: Settings, reference: str, native_api: Api = "anthropic") -> Target:
+    """Resolve `reference`; `native` means the caller's own provider for `native_api`."""
+    if reference == NATIVE:
+        provider_name = "anthropic" if native_api == "anthropic" else "openai"
+        provider = settings.providers[provider_name]
+        return Target(
+            reference, provider_name, native_api, provider.base_url.rstrip("/"), "", True, None, None
+        )
+    provider_name, sep, model = reference.partition("/")
+    if not sep or not model:
+        raise RoutingError(f"model reference '{reference}' must look like 'provider/model' or 'native'")
+    provider = settings.providers.get(provider_name)
+    if provider is None:
+        known = ", ".join(sorted(settings.providers))
+        raise RoutingError(f"unknown provider '{provider_name}' in '{reference}' (known: {known})")
+    knobs = model_settings(settings, reference)
+    chat = None
+    if provider.api == "openai-chat":
+        chat = ChatTarget(
+            model=model,
+            reasoning_style=provider.reasoning_style,
+            reasoning_field=provider.reasoning_field,
+            effort_levels=tuple(knobs.effort_levels)
+            if knobs.effort_levels is not None
+            else ("low", "medium", "high"),
+            max_output_tokens=knobs.max_output_tokens,
+            fixed_sampling=bool(knobs.fixed_sampling),
+            send_user=provider.send_user,
+            cache_key_field=provider.cache_key_field,
+        )
+    return Target(
+        reference,
+        provider_name,
+        provider.api,
+        provider.base_url.rstrip("/"),
+        model,
+        False,
+        provider.api_key_env,
+        chat,
+    )

@@ -1,0 +1,144 @@
+"""Shared fixtures: an isolated SWITCH_HOME, and real loopback servers for the proxy and fakes."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from switch.config import load_settings
+from switch.ledger.record import CallRecord
+from switch.proxy.app import create_app
+from tests.fake_upstream import FakeChatUpstream
+from tests.servers import serve
+
+KEY_VARS = (
+    "BASETEN_API_KEY",
+    "MOONSHOT_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+)
+FAKE_BASETEN_KEY = "sk-fake-baseten-0123456789abcdef"
+FAKE_CLIENT_KEY = "sk-ant-fake-client-key-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own SWITCH_HOME and no provider keys from the environment."""
+    for name in KEY_VARS:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "switch-home"
+    home.mkdir()
+    monkeypatch.setenv("SWITCH_HOME", str(home))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    return home
+
+
+class ListSink:
+    """Collects records in memory (thread-safe enough for list.append)."""
+
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+        self.event = threading.Event()
+
+    def submit(self, record: CallRecord) -> None:
+        self.records.append(record)
+        self.event.set()
+
+    def wait(self, count: int, timeout: float = 5.0) -> list[CallRecord]:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while len(self.records) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.records
+
+
+@dataclass
+class Proxy:
+    url: str
+    sink: ListSink
+    app: Any
+    upstream: FakeChatUpstream | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@pytest.fixture
+def fake_chat() -> Iterator[tuple[FakeChatUpstream, str]]:
+    """A running fake Kimi-style chat upstream and its base URL (with /v1)."""
+    fake = FakeChatUpstream()
+    with serve(fake) as url:
+        yield fake, url + "/v1"
+
+
+def write_config(home: Path, text: str) -> None:
+    (home / "config.toml").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
+    """Start the real proxy app on a loopback port with the given config.toml text."""
+    stack: list[Any] = []
+
+    def start(config_text: str = "", **settings_overrides: Any) -> Proxy:
+        write_config(isolated_home, config_text)
+        settings = load_settings()
+        for key, value in settings_overrides.items():
+            setattr(settings.server, key, value)
+        sink = ListSink()
+        app = create_app(settings, sink=sink)
+        context = serve(app)
+        url = context.__enter__()
+        stack.append(context)
+        return Proxy(url, sink, app)
+
+    yield start
+    for context in reversed(stack):
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def kimi_proxy(
+    fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
+) -> Proxy:
+    """The proxy routing everything to the fake chat upstream as `baseten/moonshotai/Kimi-K3`."""
+    fake, url = fake_chat
+    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
+    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}"\n', ping_interval=0.2, read_timeout=2.0)
+    proxy.upstream = fake
+    return proxy
+
+
+def load_capture(name: str) -> dict[str, Any]:
+    """One captured request (`folder/file.json`) from tests/fixtures/captures."""
+    import orjson
+
+    path = Path(__file__).parent / "fixtures" / "captures" / name
+    return dict(orjson.loads(path.read_bytes()))
+
+
+def capture_names(prefix: str) -> list[str]:
+    root = Path(__file__).parent / "fixtures" / "captures"
+    return sorted(
+        f"{folder.name}/{file.name}"
+        for folder in root.iterdir()
+        if folder.name.startswith(prefix)
+        for file in sorted(folder.glob("*.json"))
+    )
+
+
+os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")

@@ -1,0 +1,199 @@
+"""A scriptable fake of an OpenAI-compatible chat upstream (Kimi-style), served for real.
+
+Each test queues `Turn`s (what the model says) or raw `Reply`s (status, bytes, faults); the fake
+answers streamed or not, as the request asks, splitting reasoning, text and tool-call arguments
+into fragments like Kimi on vLLM does (`functions.<name>:<n>` ids, usage after the finish chunk).
+Everything received is kept in `received` for assertions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: str
+    call_id: str | None = None
+
+
+@dataclass
+class Turn:
+    """One model answer."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int = 120
+    cached_tokens: int = 20
+    completion_tokens: int = 30
+    reasoning_tokens: int = 10
+    finish_reason: str | None = None
+    fragment: int = 7
+
+
+@dataclass
+class Reply:
+    """A raw answer: status and body chunks, with faults."""
+
+    status: int = 200
+    chunks: list[bytes] = field(default_factory=list)
+    content_type: str = "text/event-stream"
+    delay_before: float = 0.0
+    delay_between: float = 0.0
+    break_after: int | None = None
+    stall_after: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or []
+
+
+def chat_chunks(turn: Turn, model: str, counter: itertools.count[int]) -> list[dict[str, Any]]:
+    """The chunk objects of a streamed answer."""
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model}
+    chunks: list[dict[str, Any]] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    for piece in _pieces(turn.reasoning, turn.fragment):
+        chunks.append({**base, "choices": [{"index": 0, "delta": {"reasoning_content": piece}}]})
+    for piece in _pieces(turn.text, turn.fragment):
+        chunks.append({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
+    for index, call in enumerate(turn.tool_calls):
+        call_id = call.call_id or f"functions.{call.name}:{next(counter)}"
+        chunks.append(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {"index": index, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+                            ]
+                        },
+                    }
+                ],
+            }
+        )
+        for piece in _pieces(call.arguments, turn.fragment):
+            chunks.append(
+                {**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}}]}
+            )
+    finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    chunks.append({**base, "choices": [], "usage": usage_of(turn)})
+    return chunks
+
+
+def usage_of(turn: Turn) -> dict[str, Any]:
+    return {
+        "prompt_tokens": turn.prompt_tokens,
+        "completion_tokens": turn.completion_tokens,
+        "total_tokens": turn.prompt_tokens + turn.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": turn.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": turn.reasoning_tokens},
+    }
+
+
+def chat_completion(turn: Turn, model: str, counter: itertools.count[int]) -> dict[str, Any]:
+    """The body of a non-streamed answer."""
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    if turn.reasoning:
+        message["reasoning_content"] = turn.reasoning
+    if turn.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.call_id or f"functions.{call.name}:{next(counter)}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in turn.tool_calls
+        ]
+    finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage_of(turn),
+    }
+
+
+class FakeChatUpstream:
+    """The ASGI app. Queue answers with `script`; unscripted calls get a short text answer."""
+
+    def __init__(self, require_reasoning_on_tool_turns: bool = True) -> None:
+        self.queue: list[Turn | Reply] = []
+        self.received: list[Received] = []
+        self.require_reasoning = require_reasoning_on_tool_turns
+        self.counter = itertools.count()
+
+    def script(self, *answers: Turn | Reply) -> None:
+        self.queue.extend(answers)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        self.received.append(Received(scope["path"], headers, body))
+        request = orjson.loads(body) if body else {}
+        answer = self.queue.pop(0) if self.queue else Turn(text="Hello from the fake upstream.")
+        if isinstance(answer, Turn):
+            problem = self._kimi_rejects(request)
+            if problem:
+                answer = Reply(400, [orjson.dumps({"error": {"message": problem, "type": "invalid_request_error"}})], "application/json")
+            elif request.get("stream"):
+                chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in chat_chunks(answer, request.get("model", ""), self.counter)]
+                answer = Reply(200, [*chunks, b"data: [DONE]\n\n"])
+            else:
+                answer = Reply(200, [orjson.dumps(chat_completion(answer, request.get("model", ""), self.counter))], "application/json")
+        await self._play(answer, send)
+
+    def _kimi_rejects(self, request: dict[str, Any]) -> str | None:
+        for index, message in enumerate(request.get("messages", [])):
+            if message.get("role") == "assistant" and message.get("tool_calls") and self.require_reasoning:
+                if "reasoning_content" not in message:
+                    return f"thinking is enabled but reasoning_content is missing in assistant tool call message at index {index}"
+            if message.get("role") == "tool" and not message.get("content"):
+                return "tool message must have content"
+        return None
+
+    async def _play(self, reply: Reply, send: Any) -> None:
+        if reply.delay_before:
+            await asyncio.sleep(reply.delay_before)
+        headers = [(b"content-type", reply.content_type.encode())]
+        headers += [(k.encode(), v.encode()) for k, v in reply.headers.items()]
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        for index, chunk in enumerate(reply.chunks):
+            if reply.break_after is not None and index >= reply.break_after:
+                raise ConnectionResetError("fake upstream breaks the connection")
+            if reply.stall_after is not None and index >= reply.stall_after:
+                await asyncio.sleep(3600)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if reply.delay_between:
+                await asyncio.sleep(reply.delay_between)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

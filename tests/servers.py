@@ -1,0 +1,43 @@
+"""Real loopback servers for tests: any ASGI app on uvicorn, 127.0.0.1, a free port, in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+
+
+class _QuietServer(uvicorn.Server):
+    def install_signal_handlers(self) -> None:
+        pass
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto"
+    )
+    server = _QuietServer(config)
+
+    def run() -> None:
+        asyncio.run(server.serve())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("test server did not start")
+        time.sleep(0.005)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -1,0 +1,1 @@
+"""The Textual dashboard (reads the ledger; never imports the proxy)."""
