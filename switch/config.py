@@ -1,19 +1,19 @@
 """Settings: `$SWITCH_HOME/config.toml` over built-in defaults, validated with clear errors.
 
-    [server]                      # where `switch serve` listens and its limits
-    port = 8742
+[server]                      # where `switch serve` listens and its limits
+port = 8742
 
-    [defaults]
-    model = "baseten/moonshotai/Kimi-K3"   # or "native"
+[defaults]
+model = "baseten/moonshotai/Kimi-K3"   # or "native"
 
-    [providers.baseten]           # a user entry overrides the built-in one field by field
-    api = "openai-chat"           # openai-chat | anthropic | openai-responses | litellm
-    base_url = "https://inference.baseten.co/v1"
-    api_key_env = "BASETEN_API_KEY"
+[providers.baseten]           # a user entry overrides the built-in one field by field
+api = "openai-chat"           # openai-chat | anthropic | openai-responses | litellm
+base_url = "https://inference.baseten.co/v1"
+api_key_env = "BASETEN_API_KEY"
 
-    [models."baseten/moonshotai/Kimi-K3"]   # per-model knobs, all optional
-    max_output_tokens = 262144
-    effort_levels = ["low", "high", "max"]
+[models."baseten/moonshotai/Kimi-K3"]   # per-model knobs, all optional
+max_output_tokens = 262144
+effort_levels = ["low", "high", "max"]
 """
 
 from __future__ import annotations
@@ -136,9 +136,7 @@ BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
 BUILTIN_MODEL_FAMILIES: tuple[tuple[str, ModelSettings], ...] = (
     (
         "kimi-k3",
-        ModelSettings(
-            max_output_tokens=262144, effort_levels=["low", "high", "max"], fixed_sampling=True
-        ),
+        ModelSettings(max_output_tokens=262144, effort_levels=["low", "high", "max"], fixed_sampling=True),
     ),
     ("kimi-k2", ModelSettings(max_output_tokens=65536, effort_levels=[], fixed_sampling=True)),
 )

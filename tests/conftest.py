@@ -113,7 +113,9 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
 
 @pytest.fixture
 def kimi_proxy(
-    fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
+    fake_chat: tuple[FakeChatUpstream, str],
+    start_proxy: Callable[..., Proxy],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Proxy:
     """The proxy routing everything to the fake chat upstream as `baseten/moonshotai/Kimi-K3`."""
     fake, url = fake_chat

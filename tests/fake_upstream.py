@@ -70,7 +70,9 @@ def _pieces(text: str, size: int) -> list[str]:
 def chat_chunks(turn: Turn, model: str, counter: itertools.count[int]) -> list[dict[str, Any]]:
     """The chunk objects of a streamed answer."""
     base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model}
-    chunks: list[dict[str, Any]] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    chunks: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+    ]
     for piece in _pieces(turn.reasoning, turn.fragment):
         chunks.append({**base, "choices": [{"index": 0, "delta": {"reasoning_content": piece}}]})
     for piece in _pieces(turn.text, turn.fragment):
@@ -85,7 +87,12 @@ def chat_chunks(turn: Turn, model: str, counter: itertools.count[int]) -> list[d
                         "index": 0,
                         "delta": {
                             "tool_calls": [
-                                {"index": index, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+                                {
+                                    "index": index,
+                                    "id": call_id,
+                                    "type": "function",
+                                    "function": {"name": call.name, "arguments": ""},
+                                }
                             ]
                         },
                     }
@@ -94,7 +101,15 @@ def chat_chunks(turn: Turn, model: str, counter: itertools.count[int]) -> list[d
         )
         for piece in _pieces(call.arguments, turn.fragment):
             chunks.append(
-                {**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}}]}
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"tool_calls": [{"index": index, "function": {"arguments": piece}}]},
+                        }
+                    ],
+                }
             )
     finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
     chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
@@ -165,19 +180,33 @@ class FakeChatUpstream:
         if isinstance(answer, Turn):
             problem = self._kimi_rejects(request)
             if problem:
-                answer = Reply(400, [orjson.dumps({"error": {"message": problem, "type": "invalid_request_error"}})], "application/json")
+                answer = Reply(
+                    400,
+                    [orjson.dumps({"error": {"message": problem, "type": "invalid_request_error"}})],
+                    "application/json",
+                )
             elif request.get("stream"):
-                chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in chat_chunks(answer, request.get("model", ""), self.counter)]
+                chunks = [
+                    b"data: " + orjson.dumps(c) + b"\n\n"
+                    for c in chat_chunks(answer, request.get("model", ""), self.counter)
+                ]
                 answer = Reply(200, [*chunks, b"data: [DONE]\n\n"])
             else:
-                answer = Reply(200, [orjson.dumps(chat_completion(answer, request.get("model", ""), self.counter))], "application/json")
+                answer = Reply(
+                    200,
+                    [orjson.dumps(chat_completion(answer, request.get("model", ""), self.counter))],
+                    "application/json",
+                )
         await self._play(answer, send)
 
     def _kimi_rejects(self, request: dict[str, Any]) -> str | None:
         for index, message in enumerate(request.get("messages", [])):
             if message.get("role") == "assistant" and message.get("tool_calls") and self.require_reasoning:
                 if "reasoning_content" not in message:
-                    return f"thinking is enabled but reasoning_content is missing in assistant tool call message at index {index}"
+                    return (
+                        "thinking is enabled but reasoning_content is missing in assistant "
+                        f"tool call message at index {index}"
+                    )
             if message.get("role") == "tool" and not message.get("content"):
                 return "tool message must have content"
         return None
@@ -196,4 +225,68 @@ class FakeChatUpstream:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if reply.delay_between:
                 await asyncio.sleep(reply.delay_between)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+ANTHROPIC_STREAM = b"".join(
+    [
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_native","type":"message",'
+        b'"role":"assistant","model":"claude-opus-5-5","content":[],"stop_reason":null,"stop_sequence":null,'
+        b'"usage":{"input_tokens":812,"cache_creation_input_tokens":100,"cache_read_input_tokens":4000,'
+        b'"output_tokens":1}}}\n\n',
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":""}}\n\n',
+        b'event: ping\ndata: {"type": "ping"}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"Native hello"}}\n\n',
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
+        b'"stop_sequence":null},"usage":{"output_tokens":57}}\n\n',
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ]
+)
+
+
+class FakeAnthropicUpstream:
+    """A fake Anthropic API: canned streamed or JSON answers; records what it received."""
+
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.queue: list[Reply] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        path = scope["path"] + ("?" + scope["query_string"].decode() if scope["query_string"] else "")
+        self.received.append(Received(path, headers, body))
+        if self.queue:
+            reply = self.queue.pop(0)
+        elif orjson.loads(body).get("stream"):
+            reply = Reply(200, [ANTHROPIC_STREAM[i : i + 50] for i in range(0, len(ANTHROPIC_STREAM), 50)])
+        else:
+            message_body = {
+                "id": "msg_native",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-opus-5-5",
+                "content": [{"type": "text", "text": "Native hello"}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 11, "output_tokens": 3, "cache_read_input_tokens": 0},
+            }
+            reply = Reply(
+                200, [orjson.dumps(message_body)], "application/json", headers={"request-id": "req_native"}
+            )
+        headers_out = [(b"content-type", reply.content_type.encode())]
+        headers_out += [(k.encode(), v.encode()) for k, v in reply.headers.items()]
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers_out})
+        for chunk in reply.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -63,7 +63,10 @@ def register(app: typer.Typer) -> None:
         try:
             server.run()
         except OSError as exc:
-            typer.echo(f"switch: cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror}", err=True)
+            typer.echo(
+                f"switch: cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror}",
+                err=True,
+            )
             raise typer.Exit(1) from exc
         if not server.started:
             sys.exit(1)

@@ -83,9 +83,7 @@ class Exchange:
             if chunk:
                 size += len(chunk)
                 if size > limit:
-                    raise ClientRequestError(
-                        f"request body exceeds the {limit}-byte limit", status=413
-                    )
+                    raise ClientRequestError(f"request body exceeds the {limit}-byte limit", status=413)
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break

@@ -26,7 +26,9 @@ def _host_name(host: str) -> str:
 class Guard:
     """ASGI middleware applying the checks above before any endpoint runs."""
 
-    def __init__(self, app: Any, extra_hosts: frozenset[str] = frozenset(), access_token: str | None = None) -> None:
+    def __init__(
+        self, app: Any, extra_hosts: frozenset[str] = frozenset(), access_token: str | None = None
+    ) -> None:
         self.app = app
         self.allowed_hosts = LOOPBACK_HOSTS | extra_hosts
         self.access_token = access_token
@@ -63,7 +65,10 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     body = orjson.dumps(
         {
             "type": "error",
-            "error": {"type": "permission_error" if status == 403 else "authentication_error", "message": message},
+            "error": {
+                "type": "permission_error" if status == 403 else "authentication_error",
+                "message": message,
+            },
         }
     )
     await send(

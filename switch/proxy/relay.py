@@ -31,7 +31,6 @@ from switch.protocols.openai_chat.request import tool_name_map
 from switch.protocols.openai_chat.response import response_to_ir as chat_response_to_ir
 from switch.protocols.openai_chat.stream import StreamDecoder as ChatStreamDecoder
 from switch.protocols.sse import SseDecoder
-from switch.protocols.tokens import estimate_input_tokens
 from switch.proxy.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
 from switch.proxy.state import KeyCache, ReasoningCache
 from switch.proxy.upstream import UpstreamPool
@@ -143,9 +142,7 @@ class Relay:
             self._finish(meter, "rejected", missing.message)
             return
         try:
-            upstream_body = orjson.dumps(
-                chat_request_from_ir(request, target.chat, self.reasoning.get)
-            )
+            upstream_body = orjson.dumps(chat_request_from_ir(request, target.chat, self.reasoning.get))
         except ClientRequestError as exc:
             await self._anthropic_error(exchange, exc.status, exc.message, request_id)
             self._finish(meter, "rejected", exc.message)
@@ -218,7 +215,11 @@ class Relay:
         except (httpx.TransportError, orjson.JSONDecodeError, UpstreamError) as exc:
             message = _scrub(_describe_failure(exc), key)
             await self._anthropic_error(exchange, 502, message, request_id)
-            self._finish(meter, "transport_error" if isinstance(exc, httpx.TransportError) else "upstream_error", message)
+            self._finish(
+                meter,
+                "transport_error" if isinstance(exc, httpx.TransportError) else "upstream_error",
+                message,
+            )
             return
         meter.first_token_at = time.perf_counter()
         body = anthropic_response(result)
@@ -227,9 +228,7 @@ class Relay:
         meter.usage = result.usage
         meter.usage_reported = True
         meter.stop_reason = body["stop_reason"]
-        await exchange.respond(
-            200, orjson.dumps(body), [*JSON_HEADERS, (b"request-id", request_id.encode())]
-        )
+        await exchange.respond(200, orjson.dumps(body), [*JSON_HEADERS, (b"request-id", request_id.encode())])
         self._finish(meter, "completed")
 
     async def _stream_chat_as_anthropic(
@@ -290,7 +289,13 @@ class Relay:
             if isinstance(exc, UpstreamError) and exc.kind == "protocol":
                 outcome = "incomplete_stream"
             meter.error = _describe_failure(exc)
-            status = 504 if isinstance(exc, httpx.TimeoutException) else 529 if isinstance(exc, UpstreamError) and exc.kind == "in_band" else 502
+            status = (
+                504
+                if isinstance(exc, httpx.TimeoutException)
+                else 529
+                if isinstance(exc, UpstreamError) and exc.kind == "in_band"
+                else 502
+            )
             encoder.fail(status, meter.error)
         finally:
             pinger.cancel()
@@ -345,9 +350,9 @@ class Relay:
         try:
             response = await client.send(upstream_request, stream=True)
         except httpx.TransportError as exc:
-            status, message, outcome = _transport_failure(exc, target)
+            status, message, failure = _transport_failure(exc, target)
             await self._anthropic_error(exchange, status, message, request_id)
-            self._finish(meter, outcome, message)
+            self._finish(meter, failure, message)
             return
         response_headers = [
             (name.encode("latin-1"), value.encode("latin-1"))
@@ -451,7 +456,11 @@ class AnthropicUsageSniffer:
                     payload = orjson.loads(event.data)
                 except orjson.JSONDecodeError:
                     continue
-                usage = (payload.get("message") or {}).get("usage") if name == "message_start" else payload.get("usage")
+                usage = (
+                    (payload.get("message") or {}).get("usage")
+                    if name == "message_start"
+                    else payload.get("usage")
+                )
                 if isinstance(usage, dict):
                     self._merge(usage)
                 if name == "message_delta":
@@ -494,7 +503,11 @@ def _transport_failure(exc: httpx.TransportError, target: Target) -> tuple[int, 
         return 504, f"upstream {target.provider} ({host}) timed out", "transport_error"
     if isinstance(exc, httpx.ConnectError):
         return 502, f"could not connect to upstream {target.provider} ({host})", "transport_error"
-    return 502, f"connection to upstream {target.provider} ({host}) failed: {type(exc).__name__}", "transport_error"
+    return (
+        502,
+        f"connection to upstream {target.provider} ({host}) failed: {type(exc).__name__}",
+        "transport_error",
+    )
 
 
 def _describe_failure(exc: BaseException) -> str:
@@ -553,7 +566,13 @@ def _collect_chat_stream(raw: bytes, tool_names: dict[str, str]) -> Response:
         parts.append(TextPart("".join(collector.text)))
     for index, (call_id, name) in collector.names.items():
         parts.append(ToolCallPart(call_id, name, "".join(collector.calls.get(index, []))))
-    return Response(decoder.upstream_id or "", decoder.upstream_model or "", tuple(parts), collector.stop_reason, collector.final_usage)
+    return Response(
+        decoder.upstream_id or "",
+        decoder.upstream_model or "",
+        tuple(parts),
+        collector.stop_reason,
+        collector.final_usage,
+    )
 
 
 def _replay(response: Response, encoder: StreamEncoder) -> None:

@@ -34,10 +34,11 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
     provider_name, sep, model = reference.partition("/")
     if not sep or not model:
         raise RoutingError(f"model reference '{reference}' must look like 'provider/model' or 'native'")
-    provider = settings.providers.get(provider_name)
-    if provider is None:
+    configured = settings.providers.get(provider_name)
+    if configured is None:
         known = ", ".join(sorted(settings.providers))
         raise RoutingError(f"unknown provider '{provider_name}' in '{reference}' (known: {known})")
+    provider = configured
     knobs = model_settings(settings, reference)
     chat = None
     if provider.api == "openai-chat":

@@ -25,7 +25,9 @@ def client(proxy: Proxy, **kwargs: object) -> anthropic.Anthropic:
 
 def test_non_streaming_text_and_usage(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
-    kimi_proxy.upstream.script(Turn(text="Hi there!", prompt_tokens=100, cached_tokens=40, completion_tokens=7))
+    kimi_proxy.upstream.script(
+        Turn(text="Hi there!", prompt_tokens=100, cached_tokens=40, completion_tokens=7)
+    )
     message = client(kimi_proxy).messages.create(
         model="claude-opus-5-5", max_tokens=1000, messages=[{"role": "user", "content": "say hi"}]
     )
@@ -76,25 +78,38 @@ def test_two_turn_tool_loop_carries_reasoning_and_ids(kimi_proxy: Proxy) -> None
     )
     sdk = client(kimi_proxy)
     messages: list[dict[str, object]] = [{"role": "user", "content": "what files are here?"}]
-    with sdk.messages.stream(model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages) as stream:  # type: ignore[arg-type]
+    with sdk.messages.stream(
+        model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages
+    ) as stream:  # type: ignore[arg-type]
         first = stream.get_final_message()
     assert first.stop_reason == "tool_use"
     tool_use = next(block for block in first.content if block.type == "tool_use")
     assert tool_use.name == "Bash"
     assert tool_use.input == {"command": "ls -la"}
     assert tool_use.id.startswith("swt_") and ":" not in tool_use.id and "." not in tool_use.id
-    messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]})
     messages.append(
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use.id, "content": "a.txt\nb.txt"}]}
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]}
     )
-    with sdk.messages.stream(model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages) as stream:  # type: ignore[arg-type]
+    messages.append(
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_use.id, "content": "a.txt\nb.txt"}],
+        }
+    )
+    with sdk.messages.stream(
+        model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages
+    ) as stream:  # type: ignore[arg-type]
         second = stream.get_final_message()
     assert second.content[0].text == "There are two files."  # type: ignore[union-attr]
     upstream_messages = kimi_proxy.upstream.received[1].json["messages"]
     assistant = upstream_messages[1]
     assert assistant["tool_calls"][0]["id"] == "functions.Bash:0"
     assert assistant["reasoning_content"] == "I should list files."
-    assert upstream_messages[2] == {"role": "tool", "tool_call_id": "functions.Bash:0", "content": "a.txt\nb.txt"}
+    assert upstream_messages[2] == {
+        "role": "tool",
+        "tool_call_id": "functions.Bash:0",
+        "content": "a.txt\nb.txt",
+    }
 
 
 def test_reasoning_restored_from_cache_when_client_drops_thinking(kimi_proxy: Proxy) -> None:
@@ -105,12 +120,18 @@ def test_reasoning_restored_from_cache_when_client_drops_thinking(kimi_proxy: Pr
     )
     sdk = client(kimi_proxy)
     first = sdk.messages.create(
-        model="m", max_tokens=100, tools=[BASH_TOOL], messages=[{"role": "user", "content": "where am i"}]  # type: ignore[list-item]
+        model="m",
+        max_tokens=100,
+        tools=[BASH_TOOL],
+        messages=[{"role": "user", "content": "where am i"}],  # type: ignore[list-item]
     )
     tool_use = next(block for block in first.content if block.type == "tool_use")
     history = [
         {"role": "user", "content": "where am i"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": tool_use.id, "name": "Bash", "input": tool_use.input}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": tool_use.id, "name": "Bash", "input": tool_use.input}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use.id, "content": "/tmp"}]},
     ]
     sdk.messages.create(model="m", max_tokens=100, tools=[BASH_TOOL], messages=history)  # type: ignore[arg-type]
@@ -120,10 +141,16 @@ def test_reasoning_restored_from_cache_when_client_drops_thinking(kimi_proxy: Pr
 def test_parallel_tool_calls_stream_as_separate_blocks(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
     kimi_proxy.upstream.script(
-        Turn(text="Running both.", tool_calls=[ToolCall("Bash", '{"command":"ls"}'), ToolCall("Bash", '{"command":"pwd"}')])
+        Turn(
+            text="Running both.",
+            tool_calls=[ToolCall("Bash", '{"command":"ls"}'), ToolCall("Bash", '{"command":"pwd"}')],
+        )
     )
     with client(kimi_proxy).messages.stream(
-        model="m", max_tokens=100, tools=[BASH_TOOL], messages=[{"role": "user", "content": "go"}]  # type: ignore[list-item]
+        model="m",
+        max_tokens=100,
+        tools=[BASH_TOOL],
+        messages=[{"role": "user", "content": "go"}],  # type: ignore[list-item]
     ) as stream:
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["text", "tool_use", "tool_use"]
@@ -140,7 +167,10 @@ def test_images_base64_and_url_reach_upstream_as_image_url(kimi_proxy: Proxy) ->
             {
                 "role": "user",
                 "content": [
-                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                    },
                     {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
                     {"type": "text", "text": "what is this?"},
                 ],
@@ -164,7 +194,10 @@ def test_document_block_is_a_clear_400(kimi_proxy: Proxy) -> None:
                 {
                     "role": "user",
                     "content": [
-                        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}
+                        {
+                            "type": "document",
+                            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+                        }
                     ],
                 }
             ],
@@ -195,7 +228,9 @@ def test_upstream_errors_map_to_anthropic_errors(
     sdk = client(kimi_proxy)
     with pytest.raises(error_class) as caught:
         if stream:
-            with sdk.messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]) as s:
+            with sdk.messages.stream(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            ) as s:
                 s.get_final_message()
         else:
             sdk.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
@@ -214,14 +249,18 @@ def test_upstream_errors_map_to_anthropic_errors(
 def test_malformed_json_and_missing_fields_are_400(kimi_proxy: Proxy) -> None:
     import httpx
 
-    response = httpx.post(kimi_proxy.url + "/v1/messages", content=b"{not json", headers={"content-type": "application/json"})
+    response = httpx.post(
+        kimi_proxy.url + "/v1/messages", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400
     assert response.json()["type"] == "error"
     assert response.json()["error"]["type"] == "invalid_request_error"
     missing = httpx.post(kimi_proxy.url + "/v1/messages", json={"model": "m", "messages": []})
     assert missing.status_code == 400
     assert "max_tokens" in missing.json()["error"]["message"]
-    wrong_type = httpx.post(kimi_proxy.url + "/v1/messages", json={"model": "m", "max_tokens": "ten", "messages": []})
+    wrong_type = httpx.post(
+        kimi_proxy.url + "/v1/messages", json={"model": "m", "max_tokens": "ten", "messages": []}
+    )
     assert wrong_type.status_code == 400
     assert "max_tokens" in wrong_type.json()["error"]["message"]
 
@@ -235,7 +274,9 @@ def test_missing_key_is_401_naming_the_command(fake_chat: tuple[object, str], st
     assert "BASETEN_API_KEY" in message and "switch keys set baseten" in message
 
 
-def test_connection_refused_is_502_and_timeout_is_504(start_proxy: object, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connection_refused_is_502_and_timeout_is_504(
+    start_proxy: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
 
     with socket.socket() as sock:
@@ -253,7 +294,9 @@ def test_stall_before_first_byte_times_out_as_504(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
     kimi_proxy.upstream.script(Reply(200, [b"data: {}\n\n"], delay_before=5))
     with pytest.raises(anthropic.APIStatusError) as caught:
-        client(kimi_proxy).messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+        client(kimi_proxy).messages.create(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        )
     assert caught.value.status_code == 504
     assert caught.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
 
@@ -266,7 +309,9 @@ def test_failure_mid_stream_becomes_in_band_error_event(kimi_proxy: Proxy) -> No
     ]
     kimi_proxy.upstream.script(Reply(200, chunks, break_after=1))
     with pytest.raises(anthropic.APIStatusError) as caught:
-        with client(kimi_proxy).messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]) as s:
+        with client(kimi_proxy).messages.stream(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        ) as s:
             s.get_final_message()
     assert "upstream" in str(caught.value)
     records = kimi_proxy.sink.wait(1)
@@ -293,12 +338,21 @@ def test_ping_sent_during_upstream_silence(kimi_proxy: Proxy) -> None:
 
 def test_records_carry_usage_and_timings(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
-    kimi_proxy.upstream.script(Turn(text="ok", prompt_tokens=500, cached_tokens=300, completion_tokens=12, reasoning_tokens=4))
-    with client(kimi_proxy).messages.stream(model="claude-opus-5-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]) as s:
+    kimi_proxy.upstream.script(
+        Turn(text="ok", prompt_tokens=500, cached_tokens=300, completion_tokens=12, reasoning_tokens=4)
+    )
+    with client(kimi_proxy).messages.stream(
+        model="claude-opus-5-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+    ) as s:
         s.get_final_message()
     record = kimi_proxy.sink.wait(1)[0]
     assert record.outcome == "completed"
-    assert (record.input_tokens, record.cache_read_tokens, record.output_tokens, record.reasoning_tokens) == (200, 300, 12, 4)
+    assert (record.input_tokens, record.cache_read_tokens, record.output_tokens, record.reasoning_tokens) == (
+        200,
+        300,
+        12,
+        4,
+    )
     assert record.requested_model == "claude-opus-5-5"
     assert record.served_model == "moonshotai/Kimi-K3"
     assert record.ttft_ms is not None and 0 < record.ttft_ms <= record.duration_ms

@@ -105,9 +105,7 @@ def _parts(content: Any, role: str, where: str) -> tuple[Part, ...]:
             source = block.get("source") or {}
             parts.append(DocumentPart(source.get("media_type"), str(source.get("type"))))
         elif kind == "thinking":
-            parts.append(
-                ReasoningPart(str(block.get("thinking") or ""), block.get("signature") or None)
-            )
+            parts.append(ReasoningPart(str(block.get("thinking") or ""), block.get("signature") or None))
         elif kind == "redacted_thinking":
             parts.append(ReasoningPart("", redacted_data=str(block.get("data") or "")))
         elif kind == "tool_use":

@@ -78,16 +78,20 @@ class StreamEncoder:
             return
         if usage is None and self.usage_seen:
             usage = self.final_usage
-        start_usage = usage_to_wire(usage) if usage else {
-            "input_tokens": self.input_estimate,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "output_tokens": 0,
-        }
+        start_usage = (
+            usage_to_wire(usage)
+            if usage
+            else {
+                "input_tokens": self.input_estimate,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "output_tokens": 0,
+            }
+        )
         if usage:
             self.final_usage = usage
             self.usage_seen = True
-        message = {
+        message: dict[str, object] = {
             "id": self.message_id,
             "type": "message",
             "role": "assistant",
@@ -98,9 +102,7 @@ class StreamEncoder:
             "usage": start_usage,
         }
         self.out.append(
-            b"event: message_start\ndata: "
-            + _dumps({"type": "message_start", "message": message})
-            + b"\n\n"
+            b"event: message_start\ndata: " + _dumps({"type": "message_start", "message": message}) + b"\n\n"
         )
         self.state = BlockState.NONE
 
@@ -182,9 +184,7 @@ class StreamEncoder:
         if not fragment:
             return
         if index != self._open_tool or self.state is not BlockState.TOOL:
-            raise StreamFormatError(
-                f"upstream interleaved arguments for tool call {index} after it ended"
-            )
+            raise StreamFormatError(f"upstream interleaved arguments for tool call {index} after it ended")
         self.out.append(
             _DELTA_HEAD
             + str(self._index).encode()
@@ -245,9 +245,7 @@ class StreamEncoder:
         elif state is BlockState.TOOL:
             self._open_tool = None
         self.out.append(
-            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":'
-            + index
-            + b"}\n\n"
+            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":' + index + b"}\n\n"
         )
         self.state = BlockState.NONE
 

@@ -67,14 +67,16 @@ def pick_effort(reasoning: Reasoning, levels: tuple[str, ...]) -> str | None:
     wanted: str | None = reasoning.effort
     if wanted is None and reasoning.budget_tokens is not None:
         budget = reasoning.budget_tokens
-        wanted = "low" if budget <= 4096 else "medium" if budget <= 16384 else "high" if budget <= 32768 else "max"
+        wanted = (
+            "low" if budget <= 4096 else "medium" if budget <= 16384 else "high" if budget <= 32768 else "max"
+        )
     if not reasoning.enabled:
         wanted = "none"
     if wanted is None:
         return None
-    rank = _EFFORT_ORDER.index(wanted)  # type: ignore[arg-type]
+    rank = _EFFORT_ORDER.index(wanted)
     for level in levels:
-        if level in _EFFORT_ORDER and _EFFORT_ORDER.index(level) >= rank:  # type: ignore[arg-type]
+        if level in _EFFORT_ORDER and _EFFORT_ORDER.index(level) >= rank:
             return level
     return levels[-1]
 
@@ -87,9 +89,7 @@ def _image_url(part: ImagePart) -> dict[str, Any]:
 def _user_content(parts: list[TextPart | ImagePart]) -> str | list[dict[str, Any]]:
     if all(isinstance(p, TextPart) for p in parts):
         return "\n".join(p.text for p in parts)  # type: ignore[union-attr]
-    return [
-        {"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_url(p) for p in parts
-    ]
+    return [{"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_url(p) for p in parts]
 
 
 def _tool_message(part: ToolResultPart, trailing_images: list[TextPart | ImagePart]) -> dict[str, Any]:
@@ -220,7 +220,10 @@ def request_from_ir(
         choice = request.tool_choice
         if choice is not None:
             if choice.mode == "tool":
-                body["tool_choice"] = {"type": "function", "function": {"name": short_tool_name(choice.name or "")}}
+                body["tool_choice"] = {
+                    "type": "function",
+                    "function": {"name": short_tool_name(choice.name or "")},
+                }
             else:
                 body["tool_choice"] = choice.mode
         if request.parallel_tool_calls is not None:

@@ -71,9 +71,7 @@ class StreamDecoder:
             if finish_reason:
                 self.finished = True
                 stop = choice.get("stop_reason")
-                sink.finish(
-                    stop_reason_to_ir(finish_reason, stop), stop if isinstance(stop, str) else None
-                )
+                sink.finish(stop_reason_to_ir(finish_reason, stop), stop if isinstance(stop, str) else None)
         usage = chunk.get("usage")
         if usage:
             sink.usage(usage_to_ir(usage))
