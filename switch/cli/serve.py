@@ -17,6 +17,20 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _tune_gc() -> None:
+    """Fewer, cheaper garbage collections for a long-running server.
+
+    Each request allocates thousands of short-lived objects (parsed JSON); the default threshold
+    runs a young-generation pass every 700 allocations. Objects alive at start-up are frozen so
+    older-generation passes never rescan them.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 50)
+
+
 def register(app: typer.Typer) -> None:
     """Add the command to `app`."""
 
@@ -50,6 +64,7 @@ def register(app: typer.Typer) -> None:
             )
             raise typer.Exit(2)
         app = create_app(settings)
+        _tune_gc()
         config = uvicorn.Config(
             app,
             host=settings.server.host,
@@ -58,6 +73,8 @@ def register(app: typer.Typer) -> None:
             access_log=False,
             lifespan="on",
             timeout_keep_alive=75,
+            proxy_headers=False,
+            server_header=False,
         )
         server = uvicorn.Server(config)
         try:

@@ -7,11 +7,10 @@ without a final blank line still held. Data is kept as bytes so JSON parsers can
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
+class SseEvent(NamedTuple):
     """One dispatched event: its `event:` name (None when absent) and its joined `data:` lines."""
 
     event: str | None
@@ -32,6 +31,40 @@ class SseDecoder:
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Decode `chunk` and return every event it completed."""
         buffer = self._pending + chunk if self._pending else chunk
+        if b"\r" not in buffer and not self._has_data and self._event is None:
+            return self._feed_fast(buffer)
+        return self._feed_lines(buffer)
+
+    def _feed_fast(self, buffer: bytes) -> list[SseEvent]:
+        # The common case (LF line ends, no event half-parsed): cut whole events at blank lines and
+        # read the usual one-`data:`-line shape without walking line by line.
+        end = buffer.rfind(b"\n\n")
+        if end < 0:
+            self._pending = buffer
+            return []
+        self._pending = buffer[end + 2 :]
+        events: list[SseEvent] = []
+        for block in buffer[:end].split(b"\n\n"):
+            if not block:
+                continue
+            if block.startswith(b"data: ") and b"\n" not in block:
+                events.append(SseEvent(None, block[6:]))
+            elif block.startswith(b"event: "):
+                name_line, newline, rest = block.partition(b"\n")
+                if newline and rest.startswith(b"data: ") and b"\n" not in rest:
+                    events.append(SseEvent(name_line[7:].decode("utf-8", "replace"), rest[6:]))
+                else:
+                    self._take_block(block, events)
+            else:
+                self._take_block(block, events)
+        return events
+
+    def _take_block(self, block: bytes, events: list[SseEvent]) -> None:
+        for line in block.split(b"\n"):
+            self._take_line(line, events)
+        self._take_line(b"", events)
+
+    def _feed_lines(self, buffer: bytes) -> list[SseEvent]:
         if b"\r" in buffer:
             # A CR at the very end may be the first half of a CRLF; wait for the next byte.
             keep_cr = buffer.endswith(b"\r")

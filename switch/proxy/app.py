@@ -7,7 +7,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import httpx
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,14 +27,24 @@ from switch.proxy.upstream import UpstreamPool
 Handler = Callable[[Exchange], Awaitable[None]]
 
 
-class _Endpoint:
-    """A raw ASGI endpoint (Starlette calls non-function endpoints as ASGI apps)."""
+class HotRoutes:
+    """Dispatches the proxy endpoints straight to their handlers; everything else goes to Starlette.
 
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
+    The model endpoints carry all the traffic, so they skip Starlette's routing and middleware,
+    whose wrappers would otherwise sit around every streamed chunk.
+    """
+
+    def __init__(self, routes: dict[tuple[str, str], Handler], fallback: Any) -> None:
+        self.routes = routes
+        self.fallback = fallback
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler(Exchange(scope, receive, send))
+        if scope["type"] == "http":
+            handler = self.routes.get((scope["method"], scope["path"]))
+            if handler is not None:
+                await handler(Exchange(scope, receive, send))
+                return
+        await self.fallback(scope, receive, send)
 
 
 async def _ok(_request: Request) -> Response:
@@ -45,11 +54,10 @@ async def _ok(_request: Request) -> Response:
 def create_app(
     settings: Settings,
     *,
-    transport: httpx.AsyncBaseTransport | None = None,
     sink: RecordSink | None = None,
 ) -> Any:
-    """Build the proxy app; `transport` replaces the upstream network (tests, benchmarks)."""
-    pool = UpstreamPool(settings.server, transport)
+    """Build the proxy app; `sink` receives one record per call."""
+    pool = UpstreamPool(settings.server)
     relay = Relay(settings, pool, sink)
     started = time.time()
 
@@ -99,15 +107,18 @@ def create_app(
         await pool.aclose()
 
     routes = [
-        Route("/v1/messages", _Endpoint(relay.messages), methods=["POST"]),
-        Route("/v1/messages/count_tokens", _Endpoint(count_tokens), methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/", _ok, methods=["GET", "HEAD"]),
         Route("/api/hello", _ok, methods=["GET", "HEAD"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.relay = relay
+    starlette_app = Starlette(routes=routes, lifespan=lifespan)
+    starlette_app.state.relay = relay
+    hot: dict[tuple[str, str], Handler] = {
+        ("POST", "/v1/messages"): relay.messages,
+        ("POST", "/v1/messages/count_tokens"): count_tokens,
+    }
+    app = HotRoutes(hot, starlette_app)
     extra_hosts = frozenset({settings.server.host}) if settings.server.access_token else frozenset()
     return Guard(app, extra_hosts, settings.server.access_token)
 

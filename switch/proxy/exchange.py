@@ -7,6 +7,7 @@ read into one bytes object, headers are decoded once, and streamed chunks go str
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -17,6 +18,14 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+_ids = random.Random()
+
+
+def new_id(prefix: str) -> str:
+    """A unique-enough id for messages and requests (not a secret: no syscall per call)."""
+    return prefix + format(_ids.getrandbits(96), "024x")
+
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 SSE_HEADERS = [

@@ -1,39 +1,34 @@
 """The only module that talks to upstreams: forward, translate, stream back, meter.
 
 Per call: the client body is read and parsed once, translated once, and the upstream response is
-relayed as it arrives. Timings and usage are gathered on the way and handed to the record sink
-without waiting for it.
+relayed as it arrives: one `send` per upstream read, no task or timer per chunk. Keep-alive pings
+and client-disconnect detection each run as one task per streamed call. Timings and usage are
+gathered on the way and handed to the record sink without waiting for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import orjson
 
 from switch.config import Settings
 from switch.errors import ClientRequestError, KeyMissingError, RoutingError, UpstreamError
 from switch.ledger.record import CallRecord, Outcome, RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
-from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
-from switch.protocols.anthropic_messages.response import response_from_ir as anthropic_response
-from switch.protocols.anthropic_messages.stream import BlockState, StreamEncoder, StreamFormatError
-from switch.protocols.ir import ReasoningPart, Request, Response, TextPart, ToolCallPart, Usage
-from switch.protocols.openai_chat import errors as chat_errors
-from switch.protocols.openai_chat.request import request_from_ir as chat_request_from_ir
+from switch.protocols.anthropic_messages.stream import StreamFormatError
+from switch.protocols.collect import ResponseCollector, replay
+from switch.protocols.ir import ReasoningPart, Request, Response, ToolCallPart, Usage
 from switch.protocols.openai_chat.request import tool_name_map
-from switch.protocols.openai_chat.response import response_to_ir as chat_response_to_ir
-from switch.protocols.openai_chat.stream import StreamDecoder as ChatStreamDecoder
 from switch.protocols.sse import SseDecoder
-from switch.proxy.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
+from switch.proxy.adapters import ANTHROPIC_INBOUND, CHAT_UPSTREAM, ClientEncoder, InboundApi, UpstreamApi
+from switch.proxy.exchange import Exchange, new_id
 from switch.proxy.state import KeyCache, ReasoningCache
-from switch.proxy.upstream import UpstreamPool
+from switch.proxy.upstream import UpstreamPool, UpstreamResponse
 from switch.routing.resolve import Target, resolve_target
 
 log = logging.getLogger("switch.relay")
@@ -54,8 +49,9 @@ _HOP_BY_HOP = frozenset(
     }
 )
 _FORWARDED_RESPONSE_HEADERS = frozenset(
-    {"content-type", "request-id", "retry-after", "x-should-retry", "content-encoding"}
+    {"content-type", "request-id", "retry-after", "x-should-retry", "content-encoding", "x-request-id"}
 )
+_UPSTREAMS: dict[str, UpstreamApi] = {"openai-chat": CHAT_UPSTREAM}
 
 
 @dataclass(slots=True)
@@ -78,6 +74,29 @@ class Meter:
     preset: str = "default"
 
 
+def _failure_status(error: UpstreamError) -> tuple[int, Outcome]:
+    if error.kind == "timeout":
+        return 504, "transport_error"
+    if error.kind in ("connect", "broken"):
+        return 502, "transport_error"
+    if error.kind == "in_band":
+        return 529, "upstream_error"
+    return 502, "incomplete_stream" if error.kind == "protocol" else "upstream_error"
+
+
+def _scrub(text: str, key: str | None) -> str:
+    return text.replace(key, "***") if key and key in text else text
+
+
+def _parse_json(raw: bytes) -> Any:
+    if not raw:
+        raise ClientRequestError("request body is empty; expected a JSON object")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ClientRequestError(f"request body is not valid JSON: {exc.msg}") from exc
+
+
 class Relay:
     """Serves each inbound API by forwarding or translating to the routed upstream."""
 
@@ -87,116 +106,145 @@ class Relay:
         self.sink = sink
         self.reasoning = ReasoningCache()
         self.keys = KeyCache()
+        self._targets: dict[tuple[str, str], Target] = {}
 
-    # ---- /v1/messages --------------------------------------------------------------------------
+    def _resolve(self, reference: str, inbound: InboundApi) -> Target:
+        cached = self._targets.get((reference, inbound.name))
+        if cached is None:
+            cached = resolve_target(self.settings, reference, inbound.name)  # type: ignore[arg-type]
+            self._targets[(reference, inbound.name)] = cached
+        return cached
 
     async def messages(self, exchange: Exchange) -> None:
         """Serve Anthropic Messages."""
-        meter = Meter(exchange, "anthropic")
-        request_id = "req_" + secrets.token_hex(12)
+        await self.handle(exchange, ANTHROPIC_INBOUND)
+
+    async def handle(self, exchange: Exchange, inbound: InboundApi) -> None:
+        """Serve one call on `inbound`: parse, route, then pass through or translate."""
+        meter = Meter(exchange, inbound.name)
+        request_id = new_id("req_")
         try:
             raw = await exchange.read_body(self.settings.server.max_body_bytes)
-            body = _parse_json(raw)
-            request = anthropic_request_to_ir(body)
+            request = inbound.request_to_ir(_parse_json(raw))
         except ClientRequestError as exc:
-            await self._anthropic_error(exchange, exc.status, exc.message, request_id)
+            await self._error(exchange, inbound, exc.status, exc.message, request_id)
             self._finish(meter, "rejected", exc.message)
             return
         meter.requested_model = request.model
         meter.streamed = request.stream
         meter.session_id = exchange.headers.get("x-claude-code-session-id")
         try:
-            target = resolve_target(self.settings, self.settings.defaults.model)
+            target = self._resolve(self.settings.defaults.model, inbound)
         except RoutingError as exc:
-            await self._anthropic_error(exchange, 500, exc.message, request_id)
+            await self._error(exchange, inbound, 500, exc.message, request_id)
             self._finish(meter, "proxy_error", exc.message)
             return
         meter.target = target
-        if target.native:
-            await self._anthropic_passthrough(exchange, target, meter, request_id)
-        elif target.chat is not None:
-            await self._anthropic_via_chat(exchange, request, target, meter, request_id)
-        else:
-            message = f"upstream API '{target.api}' is not supported for /v1/messages yet"
-            await self._anthropic_error(exchange, 501, message, request_id)
+        if target.native and target.api == inbound.name:
+            await self._passthrough(exchange, inbound, target, meter, request_id)
+            return
+        upstream = _UPSTREAMS.get(target.api)
+        if upstream is None:
+            message = f"upstream API '{target.api}' cannot serve {inbound.name} requests yet"
+            await self._error(exchange, inbound, 501, message, request_id)
             self._finish(meter, "proxy_error", message)
+            return
+        await self._translate(exchange, inbound, upstream, request, target, meter, request_id)
 
-    async def _anthropic_error(
-        self, exchange: Exchange, status: int, message: str, request_id: str, retry_after: str | None = None
+    async def _error(
+        self,
+        exchange: Exchange,
+        inbound: InboundApi,
+        status: int,
+        message: str,
+        request_id: str,
+        retry_after: str | None = None,
     ) -> None:
-        headers = [*JSON_HEADERS, (b"request-id", request_id.encode())]
+        headers = inbound.error_headers(status, request_id)
         if retry_after:
-            headers.append((b"retry-after", retry_after.encode()))
-        if status in (400, 401, 403, 404, 413, 501):
-            headers.append((b"x-should-retry", b"false"))
-        await exchange.respond(status, anthropic_errors.error_body(status, message, request_id), headers)
+            headers.append((b"retry-after", retry_after.encode("latin-1")))
+        await exchange.respond(status, inbound.error_body(status, message, request_id), headers)
 
-    async def _anthropic_via_chat(
-        self, exchange: Exchange, request: Request, target: Target, meter: Meter, request_id: str
+    # ---- translated calls ----------------------------------------------------------------------
+
+    async def _translate(
+        self,
+        exchange: Exchange,
+        inbound: InboundApi,
+        upstream: UpstreamApi,
+        request: Request,
+        target: Target,
+        meter: Meter,
+        request_id: str,
     ) -> None:
-        assert target.chat is not None
         key = self.keys.get(target.provider, target.api_key_env)
         if not key:
             missing = KeyMissingError(target.provider, target.api_key_env)
-            await self._anthropic_error(exchange, 401, missing.message, request_id)
+            await self._error(exchange, inbound, 401, missing.message, request_id)
             self._finish(meter, "rejected", missing.message)
             return
         try:
-            upstream_body = orjson.dumps(chat_request_from_ir(request, target.chat, self.reasoning.get))
+            body = upstream.request_body(request, target, self.reasoning.get)
         except ClientRequestError as exc:
-            await self._anthropic_error(exchange, exc.status, exc.message, request_id)
+            await self._error(exchange, inbound, exc.status, exc.message, request_id)
             self._finish(meter, "rejected", exc.message)
             return
-        tool_names = tool_name_map(request.tools)
-        client = self.pool.client(target.provider)
-        upstream_request = client.build_request(
-            "POST",
-            target.base_url + "/chat/completions",
-            content=upstream_body,
-            headers={
-                "authorization": "Bearer " + key,
-                "content-type": "application/json",
-                "accept": "text/event-stream" if request.stream else "application/json",
-            },
-        )
+        url = target.base_url + upstream.path
         try:
-            response = await client.send(upstream_request, stream=True)
-        except httpx.TransportError as exc:
-            status, message, outcome = _transport_failure(exc, target)
-            await self._anthropic_error(exchange, status, message, request_id)
+            response = await self.pool.request("POST", url, upstream.auth_headers(key, request.stream), body)
+        except UpstreamError as exc:
+            status, outcome = _failure_status(exc)
+            message = f"upstream {target.provider}: {exc.message}"
+            await self._error(exchange, inbound, status, message, request_id)
             self._finish(meter, outcome, message)
             return
         try:
             if response.status_code >= 400:
-                error_raw = await response.aread()
-                message = _scrub(chat_errors.message_of(error_raw), key)
-                status = response.status_code
-                await self._anthropic_error(
-                    exchange,
-                    status,
-                    f"upstream {target.provider} returned {status}: {message}",
-                    request_id,
-                    response.headers.get("retry-after"),
+                await self._upstream_status_error(
+                    exchange, inbound, upstream, response, target, meter, request_id, key
                 )
-                self._finish(meter, "upstream_error", f"{status}: {message}"[:300])
                 return
+            tool_names = tool_name_map(request.tools)
             is_sse = "text/event-stream" in response.headers.get("content-type", "")
             if request.stream:
-                await self._stream_chat_as_anthropic(
-                    exchange, request, response, is_sse, tool_names, meter, request_id
+                await self._stream(
+                    exchange, inbound, upstream, request, response, is_sse, tool_names, meter, request_id
                 )
             else:
-                await self._complete_chat_as_anthropic(
-                    exchange, request, response, is_sse, tool_names, meter, request_id, key
+                await self._complete(
+                    exchange, inbound, upstream, request, response, is_sse, tool_names, meter, request_id, key
                 )
         finally:
-            await response.aclose()
+            response.close()
 
-    async def _complete_chat_as_anthropic(
+    async def _upstream_status_error(
         self,
         exchange: Exchange,
+        inbound: InboundApi,
+        upstream: UpstreamApi,
+        response: UpstreamResponse,
+        target: Target,
+        meter: Meter,
+        request_id: str,
+        key: str,
+    ) -> None:
+        status = response.status_code
+        try:
+            raw = await response.read(1 << 20)
+        except UpstreamError:
+            raw = b""
+        message = _scrub(upstream.error_message(raw), key)
+        text = f"upstream {target.provider} returned {status}: {message}"
+        await self._error(exchange, inbound, status, text, request_id, response.headers.get("retry-after"))
+        self._finish(meter, "upstream_error", text)
+
+    async def _complete(
+        self,
+        exchange: Exchange,
+        inbound: InboundApi,
+        upstream: UpstreamApi,
         request: Request,
-        response: httpx.Response,
+        response: UpstreamResponse,
         is_sse: bool,
         tool_names: dict[str, str],
         meter: Meter,
@@ -204,49 +252,58 @@ class Relay:
         key: str,
     ) -> None:
         try:
-            raw = await response.aread()
+            raw = await response.read()
+            meter.first_token_at = time.perf_counter()
             if is_sse:
-                result = _collect_chat_stream(raw, tool_names)
+                result = self._collect(upstream, raw, tool_names)
             else:
                 parsed = orjson.loads(raw)
                 if not isinstance(parsed, dict):
                     raise UpstreamError("upstream returned a non-object body", kind="protocol")
-                result = chat_response_to_ir(parsed, tool_names)
-        except (httpx.TransportError, orjson.JSONDecodeError, UpstreamError) as exc:
-            message = _scrub(_describe_failure(exc), key)
-            await self._anthropic_error(exchange, 502, message, request_id)
-            self._finish(
-                meter,
-                "transport_error" if isinstance(exc, httpx.TransportError) else "upstream_error",
-                message,
+                result = upstream.response_to_ir(parsed, tool_names)
+        except (UpstreamError, orjson.JSONDecodeError) as exc:
+            error = (
+                exc
+                if isinstance(exc, UpstreamError)
+                else UpstreamError("upstream returned malformed JSON", kind="protocol")
             )
+            status, outcome = _failure_status(error)
+            message = _scrub(error.message, key)
+            await self._error(exchange, inbound, status, message, request_id)
+            self._finish(meter, outcome, message)
             return
-        meter.first_token_at = time.perf_counter()
-        body = anthropic_response(result)
-        body["model"] = request.model
         self._remember_reasoning(result)
         meter.usage = result.usage
         meter.usage_reported = True
-        meter.stop_reason = body["stop_reason"]
-        await exchange.respond(200, orjson.dumps(body), [*JSON_HEADERS, (b"request-id", request_id.encode())])
+        meter.stop_reason = result.stop_reason
+        headers = [(b"content-type", b"application/json"), (b"request-id", request_id.encode())]
+        await exchange.respond(200, inbound.response_body(result, request), headers)
         self._finish(meter, "completed")
 
-    async def _stream_chat_as_anthropic(
+    @staticmethod
+    def _collect(upstream: UpstreamApi, raw: bytes, tool_names: dict[str, str]) -> Response:
+        collector = ResponseCollector()
+        decoder = upstream.new_decoder(collector, tool_names)
+        sse = SseDecoder()
+        for event in [*sse.feed(raw), *sse.flush()]:
+            decoder.feed(event.data)
+        return collector.response(decoder.upstream_id or "", decoder.upstream_model or "")
+
+    async def _stream(
         self,
         exchange: Exchange,
+        inbound: InboundApi,
+        upstream: UpstreamApi,
         request: Request,
-        response: httpx.Response,
+        response: UpstreamResponse,
         is_sse: bool,
         tool_names: dict[str, str],
         meter: Meter,
         request_id: str,
     ) -> None:
-        encoder = StreamEncoder(
-            "msg_" + secrets.token_hex(12), request.model, max(1, len(exchange.body) // 4)
-        )
-        decoder = ChatStreamDecoder(encoder, tool_names)
-        sse = SseDecoder()
-        await exchange.start_stream([*SSE_HEADERS, (b"request-id", request_id.encode())])
+        encoder = inbound.new_encoder(request, max(1, len(exchange.body) // 4))
+        decoder = upstream.new_decoder(encoder, tool_names)
+        await exchange.start_stream([*inbound.stream_headers, (b"request-id", request_id.encode())])
         outcome: Outcome = "completed"
         task = asyncio.current_task()
         assert task is not None
@@ -254,24 +311,28 @@ class Relay:
         pinger = asyncio.create_task(self._ping(exchange, encoder))
         try:
             if is_sse:
-                async for raw in response.aiter_raw():
-                    for event in sse.feed(raw):
-                        decoder.feed(event.data)
-                    if encoder.state is BlockState.IDLE:
-                        encoder.start()
+                sse = SseDecoder()
+                feed_sse = sse.feed
+                feed = decoder.feed
+                send_chunk = exchange.send_chunk
+                async for raw in response.chunks():
+                    for event in feed_sse(raw):
+                        feed(event.data)
+                        if meter.first_token_at is None and encoder.content_started:
+                            # Send the first token the moment it exists, not after the whole read.
+                            meter.first_token_at = time.perf_counter()
+                            await send_chunk(encoder.take())
+                    encoder.start()
                     out = encoder.take()
                     if out:
-                        if meter.first_token_at is None and encoder.state is not BlockState.NONE:
-                            meter.first_token_at = time.perf_counter()
-                        await exchange.send_chunk(out)
+                        await send_chunk(out)
                 for event in sse.flush():
-                    decoder.feed(event.data)
+                    feed(event.data)
             else:
-                raw_body = await response.aread()
-                parsed = orjson.loads(raw_body)
+                parsed = orjson.loads(await response.read())
                 if not isinstance(parsed, dict):
                     raise UpstreamError("upstream returned a non-object body", kind="protocol")
-                _replay(chat_response_to_ir(parsed, tool_names), encoder)
+                replay(upstream.response_to_ir(parsed, tool_names), encoder)
                 decoder.finished = True
             if decoder.done or decoder.finished:
                 encoder.end()
@@ -284,23 +345,20 @@ class Relay:
                 raise
             task.uncancel()
             outcome = "client_cancelled"
-        except (httpx.TransportError, UpstreamError, StreamFormatError, orjson.JSONDecodeError) as exc:
-            outcome = "transport_error" if isinstance(exc, httpx.TransportError) else "upstream_error"
-            if isinstance(exc, UpstreamError) and exc.kind == "protocol":
-                outcome = "incomplete_stream"
-            meter.error = _describe_failure(exc)
-            status = (
-                504
-                if isinstance(exc, httpx.TimeoutException)
-                else 529
-                if isinstance(exc, UpstreamError) and exc.kind == "in_band"
-                else 502
-            )
+        except (UpstreamError, StreamFormatError, orjson.JSONDecodeError) as exc:
+            if isinstance(exc, UpstreamError):
+                status, outcome = _failure_status(exc)
+                meter.error = exc.message
+            else:
+                status, outcome = 502, "incomplete_stream"
+                meter.error = (
+                    str(exc) if isinstance(exc, StreamFormatError) else "upstream sent malformed JSON"
+                )
             encoder.fail(status, meter.error)
         finally:
             pinger.cancel()
             watcher.cancel()
-        if meter.first_token_at is None and encoder.state is not BlockState.IDLE and encoder.tool_call_ids:
+        if meter.first_token_at is None and encoder.content_started:
             meter.first_token_at = time.perf_counter()
         if outcome != "client_cancelled":
             try:
@@ -316,7 +374,7 @@ class Relay:
         meter.stop_reason = encoder.stop_reason
         self._finish(meter, outcome)
 
-    async def _ping(self, exchange: Exchange, encoder: StreamEncoder) -> None:
+    async def _ping(self, exchange: Exchange, encoder: ClientEncoder) -> None:
         interval = self.settings.server.ping_interval
         while True:
             await asyncio.sleep(interval)
@@ -334,39 +392,41 @@ class Relay:
 
     # ---- native pass-through -------------------------------------------------------------------
 
-    async def _anthropic_passthrough(
-        self, exchange: Exchange, target: Target, meter: Meter, request_id: str
+    async def _passthrough(
+        self, exchange: Exchange, inbound: InboundApi, target: Target, meter: Meter, request_id: str
     ) -> None:
-        headers = {
-            name: value
+        headers = [
+            (name, value)
             for name, value in exchange.headers.items()
             if name not in _HOP_BY_HOP and not name.startswith("x-switch-")
-        }
-        headers["accept-encoding"] = "identity"
+        ]
+        headers.append(("accept-encoding", "identity"))
         query = exchange.scope.get("query_string", b"").decode("latin-1")
         url = target.base_url + exchange.path + ("?" + query if query else "")
-        client = self.pool.client(target.provider)
-        upstream_request = client.build_request("POST", url, content=exchange.body, headers=headers)
         try:
-            response = await client.send(upstream_request, stream=True)
-        except httpx.TransportError as exc:
-            status, message, failure = _transport_failure(exc, target)
-            await self._anthropic_error(exchange, status, message, request_id)
+            response = await self.pool.request("POST", url, headers, exchange.body)
+        except UpstreamError as exc:
+            status, failure = _failure_status(exc)
+            message = f"upstream {target.provider}: {exc.message}"
+            await self._error(exchange, inbound, status, message, request_id)
             self._finish(meter, failure, message)
             return
+        response.decode_content(False)
         response_headers = [
             (name.encode("latin-1"), value.encode("latin-1"))
             for name, value in response.headers.items()
             if name in _FORWARDED_RESPONSE_HEADERS or name.startswith("anthropic-")
         ]
-        sniffer = AnthropicUsageSniffer() if "content-encoding" not in response.headers else None
+        sniffer = None
+        if "content-encoding" not in response.headers:
+            sniffer = AnthropicUsageSniffer("text/event-stream" in response.headers.get("content-type", ""))
         outcome: Outcome = "completed" if response.status_code < 400 else "upstream_error"
         task = asyncio.current_task()
         assert task is not None
         watcher = asyncio.create_task(exchange.watch_disconnect(task))
         try:
             await exchange.start_stream(response_headers, response.status_code)
-            async for chunk in response.aiter_raw():
+            async for chunk in response.chunks():
                 if meter.first_token_at is None:
                     meter.first_token_at = time.perf_counter()
                 if sniffer is not None:
@@ -378,21 +438,20 @@ class Relay:
                 raise
             task.uncancel()
             outcome = "client_cancelled"
-        except httpx.TransportError as exc:
-            outcome = "transport_error"
-            meter.error = _describe_failure(exc)
-            if sniffer is not None and sniffer.is_sse:
-                await exchange.end_stream(anthropic_errors.error_event(502, meter.error))
-            else:
-                await exchange.end_stream()
+        except UpstreamError as exc:
+            _status, outcome = _failure_status(exc)
+            meter.error = exc.message
+            in_band = anthropic_errors.error_event(502, exc.message) if sniffer and sniffer.is_sse else b""
+            await exchange.end_stream(in_band)
         finally:
             watcher.cancel()
-            await response.aclose()
+            response.close()
         if sniffer is not None:
+            sniffer.close()
             meter.usage = sniffer.usage
             meter.usage_reported = sniffer.usage_seen
             meter.stop_reason = sniffer.stop_reason
-            if outcome == "completed" and sniffer.is_sse and not sniffer.stopped:
+            if outcome == "completed" and sniffer.is_sse and sniffer.seen_events and not sniffer.stopped:
                 outcome = "incomplete_stream"
         self._finish(meter, outcome)
 
@@ -406,6 +465,7 @@ class Relay:
         target = meter.target
         usage = meter.usage
         ttft = (meter.first_token_at - exchange.started) * 1000 if meter.first_token_at else None
+        error_text = error or meter.error
         record = CallRecord(
             started_at=time.time() - (now - exchange.started),
             harness=meter.harness,
@@ -431,42 +491,67 @@ class Relay:
             duration_ms=(now - exchange.started) * 1000,
             request_bytes=len(exchange.body),
             response_bytes=exchange.response_bytes,
-            error=(error or meter.error or None) and str(error or meter.error)[:300],
+            error=error_text[:300] if error_text else None,
         )
         self.sink.submit(record)
 
 
 class AnthropicUsageSniffer:
-    """Reads usage and the stop reason out of a passing Anthropic stream without re-encoding it."""
+    """Reads usage and the stop reason out of a passing Anthropic response without re-encoding it.
 
-    def __init__(self) -> None:
+    Streams are decoded event by event (only `message_start`/`message_delta` JSON is parsed); a
+    JSON body is kept (up to `limit` bytes) and read once at the end.
+    """
+
+    def __init__(self, is_sse: bool, limit: int = 16 << 20) -> None:
+        self.is_sse = is_sse
         self._sse = SseDecoder()
+        self._body: list[bytes] = []
+        self._size = 0
+        self._limit = limit
         self.usage = Usage()
         self.usage_seen = False
         self.stop_reason: str | None = None
         self.stopped = False
-        self.is_sse = True
+        self.seen_events = False
 
     def feed(self, chunk: bytes) -> None:
-        """Inspect one chunk of the stream."""
+        """Inspect one chunk of the response."""
+        if not self.is_sse:
+            self._size += len(chunk)
+            if self._size <= self._limit:
+                self._body.append(chunk)
+            return
         for event in self._sse.feed(chunk):
+            self.seen_events = True
             name = event.event
             if name == "message_start" or name == "message_delta":
                 try:
                     payload = orjson.loads(event.data)
                 except orjson.JSONDecodeError:
                     continue
-                usage = (
-                    (payload.get("message") or {}).get("usage")
-                    if name == "message_start"
-                    else payload.get("usage")
-                )
+                if name == "message_start":
+                    usage = (payload.get("message") or {}).get("usage")
+                else:
+                    usage = payload.get("usage")
+                    self.stop_reason = (payload.get("delta") or {}).get("stop_reason")
                 if isinstance(usage, dict):
                     self._merge(usage)
-                if name == "message_delta":
-                    self.stop_reason = (payload.get("delta") or {}).get("stop_reason")
             elif name == "message_stop":
                 self.stopped = True
+
+    def close(self) -> None:
+        """Read a kept JSON body."""
+        if self.is_sse or not self._body or self._size > self._limit:
+            return
+        try:
+            payload = orjson.loads(b"".join(self._body))
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(payload, dict):
+            if isinstance(payload.get("usage"), dict):
+                self._merge(payload["usage"])
+            self.stop_reason = payload.get("stop_reason")
 
     def _merge(self, usage: dict[str, Any]) -> None:
         self.usage_seen = True
@@ -480,110 +565,3 @@ class AnthropicUsageSniffer:
             value = usage.get(wire)
             if isinstance(value, int) and (value or wire == "output_tokens"):
                 setattr(current, attribute, value)
-
-
-def _parse_json(raw: bytes) -> Any:
-    if not raw:
-        raise ClientRequestError("request body is empty; expected a JSON object")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ClientRequestError(f"request body is not valid JSON: {exc.msg}") from exc
-
-
-def _scrub(text: str, key: str | None) -> str:
-    if key and key in text:
-        text = text.replace(key, "***")
-    return text
-
-
-def _transport_failure(exc: httpx.TransportError, target: Target) -> tuple[int, str, Outcome]:
-    host = httpx.URL(target.base_url).host
-    if isinstance(exc, httpx.TimeoutException):
-        return 504, f"upstream {target.provider} ({host}) timed out", "transport_error"
-    if isinstance(exc, httpx.ConnectError):
-        return 502, f"could not connect to upstream {target.provider} ({host})", "transport_error"
-    return (
-        502,
-        f"connection to upstream {target.provider} ({host}) failed: {type(exc).__name__}",
-        "transport_error",
-    )
-
-
-def _describe_failure(exc: BaseException) -> str:
-    if isinstance(exc, httpx.TimeoutException):
-        return "upstream stopped responding (timeout)"
-    if isinstance(exc, httpx.TransportError):
-        return f"upstream connection broke mid-response ({type(exc).__name__})"
-    if isinstance(exc, orjson.JSONDecodeError):
-        return "upstream returned malformed JSON"
-    if isinstance(exc, UpstreamError | StreamFormatError):
-        return str(exc)
-    return type(exc).__name__
-
-
-class _Collector:
-    """A StreamSink that assembles a whole response (for clients that did not ask to stream)."""
-
-    def __init__(self) -> None:
-        self.reasoning: list[str] = []
-        self.text: list[str] = []
-        self.calls: dict[int, list[str]] = {}
-        self.names: dict[int, tuple[str, str]] = {}
-        self.final_usage = Usage()
-        self.stop_reason: Any = "end_turn"
-
-    def reasoning_delta(self, text: str) -> None:
-        self.reasoning.append(text)
-
-    def text_delta(self, text: str) -> None:
-        self.text.append(text)
-
-    def tool_call_start(self, index: int, call_id: str, name: str) -> None:
-        self.names[index] = (call_id, name)
-        self.calls[index] = []
-
-    def tool_call_delta(self, index: int, fragment: str) -> None:
-        self.calls.setdefault(index, []).append(fragment)
-
-    def usage(self, usage: Usage) -> None:
-        self.final_usage = usage
-
-    def finish(self, stop_reason: Any, stop_sequence: str | None = None) -> None:
-        self.stop_reason = stop_reason
-
-
-def _collect_chat_stream(raw: bytes, tool_names: dict[str, str]) -> Response:
-    collector = _Collector()
-    decoder = ChatStreamDecoder(collector, tool_names)
-    sse = SseDecoder()
-    for event in [*sse.feed(raw), *sse.flush()]:
-        decoder.feed(event.data)
-    parts: list[Any] = []
-    if collector.reasoning:
-        parts.append(ReasoningPart("".join(collector.reasoning)))
-    if collector.text:
-        parts.append(TextPart("".join(collector.text)))
-    for index, (call_id, name) in collector.names.items():
-        parts.append(ToolCallPart(call_id, name, "".join(collector.calls.get(index, []))))
-    return Response(
-        decoder.upstream_id or "",
-        decoder.upstream_model or "",
-        tuple(parts),
-        collector.stop_reason,
-        collector.final_usage,
-    )
-
-
-def _replay(response: Response, encoder: StreamEncoder) -> None:
-    """Drive a stream encoder from a complete response (an upstream that ignored `stream`)."""
-    for index, part in enumerate(response.parts):
-        if isinstance(part, ReasoningPart):
-            encoder.reasoning_delta(part.text)
-        elif isinstance(part, TextPart):
-            encoder.text_delta(part.text)
-        elif isinstance(part, ToolCallPart):
-            encoder.tool_call_start(index, part.call_id, part.name)
-            encoder.tool_call_delta(index, part.arguments)
-    encoder.usage(response.usage)
-    encoder.finish(response.stop_reason, response.stop_sequence)

@@ -44,6 +44,15 @@ _TRANSITIONS: dict[tuple[BlockState, BlockState], bool] = {
 
 _DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
 _PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+_DELTA_KIND = {
+    BlockState.THINKING: b',"delta":{"type":"thinking_delta","thinking":',
+    BlockState.TEXT: b',"delta":{"type":"text_delta","text":',
+    BlockState.TOOL: b',"delta":{"type":"input_json_delta","partial_json":',
+}
+_SKELETON = {
+    BlockState.THINKING: b'{"type":"thinking","thinking":"","signature":""}',
+    BlockState.TEXT: b'{"type":"text","text":""}',
+}
 
 
 class StreamFormatError(Exception):
@@ -69,6 +78,12 @@ class StreamEncoder:
         self._block_reasoning: list[str] = []
         self._tool_index_to_block: dict[int, int] = {}
         self._open_tool: int | None = None
+        self._delta_prefix = b""
+
+    @property
+    def content_started(self) -> bool:
+        """Whether any content block has been emitted (the first token reached the client)."""
+        return self._index >= 0
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -142,29 +157,19 @@ class StreamEncoder:
         """Continue or open a thinking block."""
         if not text:
             return
-        self._enter(BlockState.THINKING)
+        if self.state is not BlockState.THINKING:
+            self._enter(BlockState.THINKING)
         self._block_reasoning.append(text)
         self.reasoning_chunks.append(text)
-        self.out.append(
-            _DELTA_HEAD
-            + str(self._index).encode()
-            + b',"delta":{"type":"thinking_delta","thinking":'
-            + _dumps(text)
-            + b"}}\n\n"
-        )
+        self.out.append(self._delta_prefix + _dumps(text) + b"}}\n\n")
 
     def text_delta(self, text: str) -> None:
         """Continue or open a text block."""
         if not text:
             return
-        self._enter(BlockState.TEXT)
-        self.out.append(
-            _DELTA_HEAD
-            + str(self._index).encode()
-            + b',"delta":{"type":"text_delta","text":'
-            + _dumps(text)
-            + b"}}\n\n"
-        )
+        if self.state is not BlockState.TEXT:
+            self._enter(BlockState.TEXT)
+        self.out.append(self._delta_prefix + _dumps(text) + b"}}\n\n")
 
     def tool_call_start(self, index: int, call_id: str, name: str) -> None:
         """Open a tool_use block."""
@@ -185,13 +190,7 @@ class StreamEncoder:
             return
         if index != self._open_tool or self.state is not BlockState.TOOL:
             raise StreamFormatError(f"upstream interleaved arguments for tool call {index} after it ended")
-        self.out.append(
-            _DELTA_HEAD
-            + str(self._index).encode()
-            + b',"delta":{"type":"input_json_delta","partial_json":'
-            + _dumps(fragment)
-            + b"}}\n\n"
-        )
+        self.out.append(self._delta_prefix + _dumps(fragment) + b"}}\n\n")
 
     def usage(self, usage: Usage) -> None:
         """Remember the upstream's usage for `message_delta`."""
@@ -213,17 +212,16 @@ class StreamEncoder:
         self._close()
         self._index += 1
         self.state = kind
-        if kind is BlockState.THINKING:
-            skeleton = b'{"type":"thinking","thinking":"","signature":""}'
-        elif kind is BlockState.TEXT:
-            skeleton = b'{"type":"text","text":""}'
-        else:
+        index = str(self._index).encode()
+        # Each block's deltas share one prefix, built once here rather than per delta.
+        self._delta_prefix = _DELTA_HEAD + index + _DELTA_KIND[kind]
+        if kind is BlockState.TOOL:
             return  # tool_use blocks are opened by tool_call_start with their id and name
         self.out.append(
             b'event: content_block_start\ndata: {"type":"content_block_start","index":'
-            + str(self._index).encode()
+            + index
             + b',"content_block":'
-            + skeleton
+            + _SKELETON[kind]
             + b"}\n\n"
         )
 

@@ -1,0 +1,255 @@
+"""Proxy overhead against a direct call, measured in the same run.
+
+Two processes: this one, which runs both the fast fake chat upstream and the client (raw HTTP/1.1
+over asyncio, keep-alive, so client cost is tiny and identical on both paths) on one event loop,
+and `switch serve` routing to that upstream. Keeping the fake upstream in the client's process
+means neither path needs more processes than this 2-core machine has cores, so the difference
+measures the proxy, not the scheduler. For each workload the client times the direct upstream
+call with the already-translated body, then the same call through the proxy, interleaved, and
+reports what the proxy adds.
+
+    python bench/overhead.py [--requests 400] [--concurrency 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import uvicorn  # noqa: E402
+
+from bench.upstream_server import app as upstream_app  # noqa: E402
+from bench.workload import claude_code_request  # noqa: E402
+from switch.protocols.anthropic_messages.request import request_to_ir  # noqa: E402
+from switch.protocols.openai_chat.request import ChatTarget, request_from_ir  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_listening(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}")
+
+
+@dataclass
+class Result:
+    total_ms: float
+    ttft_ms: float
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection; enough protocol for these two servers."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, path: str, body: bytes, marker: bytes) -> Result:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        assert self.reader is not None
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
+            f"x-api-key: bench\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        started = time.perf_counter()
+        self.writer.write(head + body)
+        status_line = await self.reader.readline()
+        if b" 200 " not in status_line:
+            raise RuntimeError(f"bad status {status_line!r}")
+        headers: dict[bytes, bytes] = {}
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        first_token = 0.0
+        if b"content-length" in headers:
+            await self.reader.readexactly(int(headers[b"content-length"]))
+            first_token = time.perf_counter()
+        else:
+            while True:
+                size = int((await self.reader.readline()).strip(), 16)
+                if size == 0:
+                    await self.reader.readline()
+                    break
+                data = await self.reader.readexactly(size + 2)
+                if not first_token and marker in data:
+                    first_token = time.perf_counter()
+        done = time.perf_counter()
+        return Result((done - started) * 1000, (first_token - started) * 1000)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def paired(
+    label: str, direct: tuple[int, str, bytes, bytes], proxied: tuple[int, str, bytes, bytes], count: int
+) -> dict[str, float]:
+    direct_conn, proxy_conn = Connection(direct[0]), Connection(proxied[0])
+    for _ in range(30):  # warm-up: connections, caches, JIT-less but allocator-warm
+        await direct_conn.request(*direct[1:])
+        await proxy_conn.request(*proxied[1:])
+    d_results, p_results = [], []
+    for _ in range(count):
+        d_results.append(await direct_conn.request(*direct[1:]))
+        p_results.append(await proxy_conn.request(*proxied[1:]))
+    d_total = [r.total_ms for r in d_results]
+    p_total = [r.total_ms for r in p_results]
+    d_ttft = [r.ttft_ms for r in d_results]
+    p_ttft = [r.ttft_ms for r in p_results]
+    summary = {
+        "direct_p50_ms": statistics.median(d_total),
+        "proxy_p50_ms": statistics.median(p_total),
+        "added_p50_ms": statistics.median(p_total) - statistics.median(d_total),
+        "added_p99_ms": percentile(p_total, 0.99) - percentile(d_total, 0.99),
+        "direct_ttft_p50_ms": statistics.median(d_ttft),
+        "proxy_ttft_p50_ms": statistics.median(p_ttft),
+        "added_ttft_p50_ms": statistics.median(p_ttft) - statistics.median(d_ttft),
+        "ratio_p50": statistics.median(p_total) / statistics.median(d_total),
+    }
+    print(
+        f"{label:34s} direct p50 {summary['direct_p50_ms']:6.2f} ms"
+        f" | proxy p50 {summary['proxy_p50_ms']:6.2f} ms"
+        f" | added p50 {summary['added_p50_ms']:+6.2f} ms, p99 {summary['added_p99_ms']:+6.2f} ms,"
+        f" TTFT {summary['added_ttft_p50_ms']:+6.2f} ms ({summary['direct_ttft_p50_ms']:.2f} → "
+        f"{summary['proxy_ttft_p50_ms']:.2f}) | x{summary['ratio_p50']:.2f}"
+    )
+    return summary
+
+
+async def throughput(
+    port: int, path: str, body: bytes, marker: bytes, concurrency: int, seconds: float
+) -> float:
+    deadline = time.perf_counter() + seconds
+    done = 0
+
+    async def worker() -> None:
+        nonlocal done
+        connection = Connection(port)
+        while time.perf_counter() < deadline:
+            await connection.request(path, body, marker)
+            done += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done / (time.perf_counter() - started)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    upstream_port, proxy_port = free_port(), free_port()
+    home = tempfile.mkdtemp(prefix="switch-bench-")
+    Path(home, "config.toml").write_text(
+        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n', encoding="utf-8"
+    )
+    env = {
+        **os.environ,
+        "SWITCH_HOME": home,
+        "BASETEN_API_KEY": "bench-key",
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+    }
+    upstream = uvicorn.Server(
+        uvicorn.Config(
+            upstream_app,
+            host="127.0.0.1",
+            port=upstream_port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+    )
+    upstream_task = asyncio.create_task(upstream.serve())
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "switch", "serve", "--port", str(proxy_port)], env=env, cwd=str(ROOT)
+    )
+    results: dict[str, Any] = {}
+    try:
+        while not upstream.started:
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(wait_listening, proxy_port)
+        for stream in (False, True):
+            anthropic_body = claude_code_request(stream=stream)
+            chat_body = request_from_ir(
+                request_to_ir(anthropic_body),
+                ChatTarget(
+                    "moonshotai/Kimi-K3",
+                    effort_levels=("low", "high", "max"),
+                    max_output_tokens=262144,
+                    fixed_sampling=True,
+                ),
+            )
+            label = f"Claude Code 52 KB → chat, {'stream 100 chunks' if stream else 'no stream'}"
+            results[label] = await paired(
+                label,
+                (upstream_port, "/v1/chat/completions", orjson.dumps(chat_body), b'"content":"tok'),
+                (proxy_port, "/v1/messages?beta=true", orjson.dumps(anthropic_body), b"text_delta"),
+                args.requests,
+            )
+        body = orjson.dumps(claude_code_request(stream=True))
+        rps_proxy = await throughput(
+            proxy_port, "/v1/messages", body, b"text_delta", args.concurrency, args.seconds
+        )
+        print(
+            f"streamed requests/s through the proxy at {args.concurrency} concurrent clients: {rps_proxy:.0f}"
+        )
+        results["rps_streamed"] = rps_proxy
+        results["proxy_rss_mb"] = rss_mb(proxy.pid)
+        print(f"proxy RSS after the run: {results['proxy_rss_mb']:.1f} MB")
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
+        upstream.should_exit = True
+        await upstream_task
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(main(parser.parse_args()))
