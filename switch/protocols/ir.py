@@ -54,12 +54,17 @@ class ReasoningPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
-    """A call the model made; `arguments` is the JSON text (or free text for custom tools)."""
+    """A call the model made; `arguments` is the JSON text (or free text for custom tools).
+
+    Tools inside a Responses `namespace` carry it in `namespace`; `name` is then the flattened
+    `namespace__name` every other API sees.
+    """
 
     call_id: str
     name: str
     arguments: str
     kind: ToolKind = "function"
+    namespace: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +97,8 @@ class ToolSpec:
     parameters: dict[str, Any] | None
     kind: ToolKind = "function"
     grammar: dict[str, Any] | None = None
+    namespace: str | None = None
+    namespace_description: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,10 @@ def create_app(
     hot: dict[tuple[str, str], Handler] = {
         ("POST", "/v1/messages"): relay.messages,
         ("POST", "/v1/messages/count_tokens"): count_tokens,
+        ("POST", "/v1/chat/completions"): relay.chat_completions,
+        ("POST", "/v1/responses"): relay.responses_api,
+        ("POST", "/chat/completions"): relay.chat_completions,
+        ("POST", "/responses"): relay.responses_api,
     }
     app = HotRoutes(hot, starlette_app)
     extra_hosts = frozenset({settings.server.host}) if settings.server.access_token else frozenset()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -22,12 +22,21 @@ from switch.ledger.record import CallRecord, Outcome, RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.stream import StreamFormatError
 from switch.protocols.collect import ResponseCollector, replay
-from switch.protocols.ir import ReasoningPart, Request, Response, ToolCallPart, Usage
-from switch.protocols.openai_chat.request import tool_name_map
+from switch.protocols.ir import Message, ReasoningPart, Request, Response, StreamSink, ToolCallPart, Usage
+from switch.protocols.openai_responses.response import response_to_ir as responses_response_to_ir
 from switch.protocols.sse import SseDecoder
-from switch.proxy.adapters import ANTHROPIC_INBOUND, CHAT_UPSTREAM, ClientEncoder, InboundApi, UpstreamApi
+from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
+from switch.proxy.adapters import (
+    ANTHROPIC_INBOUND,
+    CHAT_INBOUND,
+    RESPONSES_INBOUND,
+    UPSTREAMS,
+    ClientEncoder,
+    InboundApi,
+    UpstreamApi,
+)
 from switch.proxy.exchange import Exchange, new_id
-from switch.proxy.state import KeyCache, ReasoningCache
+from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
 from switch.proxy.upstream import UpstreamPool, UpstreamResponse
 from switch.routing.resolve import Target, resolve_target
 
@@ -51,7 +60,6 @@ _HOP_BY_HOP = frozenset(
 _FORWARDED_RESPONSE_HEADERS = frozenset(
     {"content-type", "request-id", "retry-after", "x-should-retry", "content-encoding", "x-request-id"}
 )
-_UPSTREAMS: dict[str, UpstreamApi] = {"openai-chat": CHAT_UPSTREAM}
 
 
 @dataclass(slots=True)
@@ -88,6 +96,10 @@ def _scrub(text: str, key: str | None) -> str:
     return text.replace(key, "***") if key and key in text else text
 
 
+def _parts_of_output(output: list[dict[str, Any]]) -> tuple[Any, ...]:
+    return responses_response_to_ir({"output": output}, ToolIndex()).parts
+
+
 def _parse_json(raw: bytes) -> Any:
     if not raw:
         raise ClientRequestError("request body is empty; expected a JSON object")
@@ -106,6 +118,7 @@ class Relay:
         self.sink = sink
         self.reasoning = ReasoningCache()
         self.keys = KeyCache()
+        self.responses = ResponseStore()
         self._targets: dict[tuple[str, str], Target] = {}
 
     def _resolve(self, reference: str, inbound: InboundApi) -> Target:
@@ -119,6 +132,14 @@ class Relay:
         """Serve Anthropic Messages."""
         await self.handle(exchange, ANTHROPIC_INBOUND)
 
+    async def chat_completions(self, exchange: Exchange) -> None:
+        """Serve OpenAI Chat Completions."""
+        await self.handle(exchange, CHAT_INBOUND)
+
+    async def responses_api(self, exchange: Exchange) -> None:
+        """Serve OpenAI Responses."""
+        await self.handle(exchange, RESPONSES_INBOUND)
+
     async def handle(self, exchange: Exchange, inbound: InboundApi) -> None:
         """Serve one call on `inbound`: parse, route, then pass through or translate."""
         meter = Meter(exchange, inbound.name)
@@ -126,6 +147,9 @@ class Relay:
         try:
             raw = await exchange.read_body(self.settings.server.max_body_bytes)
             request = inbound.request_to_ir(_parse_json(raw))
+            previous = request.provider_data.get("previous_response_id")
+            if previous:
+                request = self._with_previous(request, str(previous))
         except ClientRequestError as exc:
             await self._error(exchange, inbound, exc.status, exc.message, request_id)
             self._finish(meter, "rejected", exc.message)
@@ -143,13 +167,28 @@ class Relay:
         if target.native and target.api == inbound.name:
             await self._passthrough(exchange, inbound, target, meter, request_id)
             return
-        upstream = _UPSTREAMS.get(target.api)
+        upstream = UPSTREAMS.get(target.api)
         if upstream is None:
             message = f"upstream API '{target.api}' cannot serve {inbound.name} requests yet"
             await self._error(exchange, inbound, 501, message, request_id)
             self._finish(meter, "proxy_error", message)
             return
         await self._translate(exchange, inbound, upstream, request, target, meter, request_id)
+
+    def _with_previous(self, request: Request, previous_id: str) -> Request:
+        history = self.responses.get(previous_id)
+        if history is None:
+            raise ClientRequestError(
+                f"Previous response with id '{previous_id}' not found. switch keeps the last "
+                f"{self.responses.capacity} stored responses in memory; send the full input instead.",
+                param="previous_response_id",
+            )
+        return replace(request, messages=history + request.messages)
+
+    def _store_response(self, request: Request, response_id: str, parts: tuple[Any, ...]) -> None:
+        if request.provider_data.get("store") is False:
+            return
+        self.responses.put(response_id, (*request.messages, Message("assistant", parts)))
 
     async def _error(
         self,
@@ -204,15 +243,15 @@ class Relay:
                     exchange, inbound, upstream, response, target, meter, request_id, key
                 )
                 return
-            tool_names = tool_name_map(request.tools)
+            index = ToolIndex.of(request.tools)
             is_sse = "text/event-stream" in response.headers.get("content-type", "")
             if request.stream:
                 await self._stream(
-                    exchange, inbound, upstream, request, response, is_sse, tool_names, meter, request_id
+                    exchange, inbound, upstream, request, response, is_sse, index, meter, request_id
                 )
             else:
                 await self._complete(
-                    exchange, inbound, upstream, request, response, is_sse, tool_names, meter, request_id, key
+                    exchange, inbound, upstream, request, response, is_sse, index, meter, request_id, key
                 )
         finally:
             response.close()
@@ -246,7 +285,7 @@ class Relay:
         request: Request,
         response: UpstreamResponse,
         is_sse: bool,
-        tool_names: dict[str, str],
+        index: ToolIndex,
         meter: Meter,
         request_id: str,
         key: str,
@@ -255,12 +294,14 @@ class Relay:
             raw = await response.read()
             meter.first_token_at = time.perf_counter()
             if is_sse:
-                result = self._collect(upstream, raw, tool_names)
+                result = self._collect(upstream, raw, index)
             else:
                 parsed = orjson.loads(raw)
                 if not isinstance(parsed, dict):
                     raise UpstreamError("upstream returned a non-object body", kind="protocol")
-                result = upstream.response_to_ir(parsed, tool_names)
+                result = upstream.response_to_ir(parsed, index)
+            if upstream.function_only:
+                result = unwrap_response(result, index)
         except (UpstreamError, orjson.JSONDecodeError) as exc:
             error = (
                 exc
@@ -277,13 +318,16 @@ class Relay:
         meter.usage_reported = True
         meter.stop_reason = result.stop_reason
         headers = [(b"content-type", b"application/json"), (b"request-id", request_id.encode())]
-        await exchange.respond(200, inbound.response_body(result, request), headers)
+        response_id = new_id(inbound.id_prefix)
+        await exchange.respond(200, inbound.response_body(result, request, response_id), headers)
+        if inbound is RESPONSES_INBOUND:
+            self._store_response(request, response_id, result.parts)
         self._finish(meter, "completed")
 
     @staticmethod
-    def _collect(upstream: UpstreamApi, raw: bytes, tool_names: dict[str, str]) -> Response:
+    def _collect(upstream: UpstreamApi, raw: bytes, index: ToolIndex) -> Response:
         collector = ResponseCollector()
-        decoder = upstream.new_decoder(collector, tool_names)
+        decoder = upstream.new_decoder(collector, index)
         sse = SseDecoder()
         for event in [*sse.feed(raw), *sse.flush()]:
             decoder.feed(event.data)
@@ -297,12 +341,16 @@ class Relay:
         request: Request,
         response: UpstreamResponse,
         is_sse: bool,
-        tool_names: dict[str, str],
+        index: ToolIndex,
         meter: Meter,
         request_id: str,
     ) -> None:
-        encoder = inbound.new_encoder(request, max(1, len(exchange.body) // 4))
-        decoder = upstream.new_decoder(encoder, tool_names)
+        response_id = new_id(inbound.id_prefix)
+        encoder = inbound.new_encoder(request, max(1, len(exchange.body) // 4), response_id)
+        sink: StreamSink = encoder
+        if upstream.function_only and index.custom:
+            sink = CustomCallUnwrapper(encoder, index)
+        decoder = upstream.new_decoder(sink, index)
         await exchange.start_stream([*inbound.stream_headers, (b"request-id", request_id.encode())])
         outcome: Outcome = "completed"
         task = asyncio.current_task()
@@ -332,7 +380,8 @@ class Relay:
                 parsed = orjson.loads(await response.read())
                 if not isinstance(parsed, dict):
                     raise UpstreamError("upstream returned a non-object body", kind="protocol")
-                replay(upstream.response_to_ir(parsed, tool_names), encoder)
+                whole = upstream.response_to_ir(parsed, index)
+                replay(unwrap_response(whole, index) if upstream.function_only else whole, encoder)
                 decoder.finished = True
             if decoder.done or decoder.finished:
                 encoder.end()
@@ -372,6 +421,8 @@ class Relay:
         meter.usage = encoder.final_usage
         meter.usage_reported = encoder.usage_seen
         meter.stop_reason = encoder.stop_reason
+        if inbound is RESPONSES_INBOUND and outcome == "completed":
+            self._store_response(request, response_id, _parts_of_output(getattr(encoder, "output", [])))
         self._finish(meter, outcome)
 
     async def _ping(self, exchange: Exchange, encoder: ClientEncoder) -> None:
@@ -401,10 +452,27 @@ class Relay:
             if name not in _HOP_BY_HOP and not name.startswith("x-switch-")
         ]
         headers.append(("accept-encoding", "identity"))
+        path = exchange.path
+        if target.base_url.endswith("/v1") and path.startswith("/v1/"):
+            path = path[3:]
         query = exchange.scope.get("query_string", b"").decode("latin-1")
-        url = target.base_url + exchange.path + ("?" + query if query else "")
+        url = target.base_url + path + ("?" + query if query else "")
+        body = exchange.body
+        strip_usage = False
+        if inbound is CHAT_INBOUND and meter.streamed:
+            # Ask for the usage chunk so the call can be metered; hide it from a client that
+            # did not ask for it.
+            parsed = orjson.loads(body)
+            options = parsed.get("stream_options")
+            if not (isinstance(options, dict) and options.get("include_usage")):
+                parsed["stream_options"] = {
+                    **(options if isinstance(options, dict) else {}),
+                    "include_usage": True,
+                }
+                body = orjson.dumps(parsed)
+                strip_usage = True
         try:
-            response = await self.pool.request("POST", url, headers, exchange.body)
+            response = await self.pool.request("POST", url, headers, body)
         except UpstreamError as exc:
             status, failure = _failure_status(exc)
             message = f"upstream {target.provider}: {exc.message}"
@@ -415,11 +483,13 @@ class Relay:
         response_headers = [
             (name.encode("latin-1"), value.encode("latin-1"))
             for name, value in response.headers.items()
-            if name in _FORWARDED_RESPONSE_HEADERS or name.startswith("anthropic-")
+            if name in _FORWARDED_RESPONSE_HEADERS
+            or name.startswith(("anthropic-", "openai-", "x-ratelimit-"))
         ]
         sniffer = None
         if "content-encoding" not in response.headers:
-            sniffer = AnthropicUsageSniffer("text/event-stream" in response.headers.get("content-type", ""))
+            is_sse = "text/event-stream" in response.headers.get("content-type", "")
+            sniffer = UsageSniffer(inbound, is_sse, strip_usage and is_sse)
         outcome: Outcome = "completed" if response.status_code < 400 else "upstream_error"
         task = asyncio.current_task()
         assert task is not None
@@ -430,9 +500,9 @@ class Relay:
                 if meter.first_token_at is None:
                     meter.first_token_at = time.perf_counter()
                 if sniffer is not None:
-                    sniffer.feed(chunk)
+                    chunk = sniffer.feed(chunk)
                 await exchange.send_chunk(chunk)
-            await exchange.end_stream()
+            await exchange.end_stream(sniffer.flush() if sniffer is not None else b"")
         except asyncio.CancelledError:
             if not exchange.disconnected:
                 raise
@@ -441,7 +511,9 @@ class Relay:
         except UpstreamError as exc:
             _status, outcome = _failure_status(exc)
             meter.error = exc.message
-            in_band = anthropic_errors.error_event(502, exc.message) if sniffer and sniffer.is_sse else b""
+            in_band = b""
+            if sniffer is not None and sniffer.is_sse and inbound is ANTHROPIC_INBOUND:
+                in_band = anthropic_errors.error_event(502, exc.message)
             await exchange.end_stream(in_band)
         finally:
             watcher.cancel()
@@ -451,7 +523,7 @@ class Relay:
             meter.usage = sniffer.usage
             meter.usage_reported = sniffer.usage_seen
             meter.stop_reason = sniffer.stop_reason
-            if outcome == "completed" and sniffer.is_sse and sniffer.seen_events and not sniffer.stopped:
+            if outcome == "completed" and sniffer.is_sse and sniffer.seen_events and not sniffer.ended:
                 outcome = "incomplete_stream"
         self._finish(meter, outcome)
 
@@ -496,15 +568,20 @@ class Relay:
         self.sink.submit(record)
 
 
-class AnthropicUsageSniffer:
-    """Reads usage and the stop reason out of a passing Anthropic response without re-encoding it.
+class UsageSniffer:
+    """Reads usage and the stop reason out of a response passing through untouched.
 
-    Streams are decoded event by event (only `message_start`/`message_delta` JSON is parsed); a
-    JSON body is kept (up to `limit` bytes) and read once at the end.
+    Streams are decoded event by event, and only events that can carry usage or the end of the
+    message are parsed; a JSON body is kept (up to `limit` bytes) and read once at the end. With
+    `strip_usage`, a chat usage-only chunk the client did not ask for is removed from the stream.
     """
 
-    def __init__(self, is_sse: bool, limit: int = 16 << 20) -> None:
+    def __init__(
+        self, inbound: InboundApi, is_sse: bool, strip_usage: bool = False, limit: int = 16 << 20
+    ) -> None:
+        self.inbound = inbound
         self.is_sse = is_sse
+        self.strip_usage = strip_usage
         self._sse = SseDecoder()
         self._body: list[bytes] = []
         self._size = 0
@@ -512,48 +589,108 @@ class AnthropicUsageSniffer:
         self.usage = Usage()
         self.usage_seen = False
         self.stop_reason: str | None = None
-        self.stopped = False
+        self.ended = False
         self.seen_events = False
 
-    def feed(self, chunk: bytes) -> None:
-        """Inspect one chunk of the response."""
+    def feed(self, chunk: bytes) -> bytes:
+        """Inspect one chunk; return the bytes to forward."""
         if not self.is_sse:
             self._size += len(chunk)
             if self._size <= self._limit:
                 self._body.append(chunk)
-            return
-        for event in self._sse.feed(chunk):
+            return chunk
+        events = self._sse.feed(chunk)
+        if events:
             self.seen_events = True
-            name = event.event
-            if name == "message_start" or name == "message_delta":
-                try:
-                    payload = orjson.loads(event.data)
-                except orjson.JSONDecodeError:
-                    continue
-                if name == "message_start":
-                    usage = (payload.get("message") or {}).get("usage")
-                else:
-                    usage = payload.get("usage")
-                    self.stop_reason = (payload.get("delta") or {}).get("stop_reason")
-                if isinstance(usage, dict):
-                    self._merge(usage)
-            elif name == "message_stop":
-                self.stopped = True
+        if not self.strip_usage:
+            for event in events:
+                self._inspect(event.event, event.data)
+            return chunk
+        kept: list[bytes] = []
+        for event in events:
+            if self._inspect(event.event, event.data):
+                continue
+            kept.append(b"data: " + event.data + b"\n\n")
+        return b"".join(kept)
+
+    def flush(self) -> bytes:
+        """Bytes still held when the upstream ended (only when stripping)."""
+        if not self.is_sse:
+            return b""
+        leftover = self._sse.flush()
+        for event in leftover:
+            self._inspect(event.event, event.data)
+        if self.strip_usage:
+            return b"".join(b"data: " + e.data + b"\n\n" for e in leftover)
+        return b""
+
+    def _inspect(self, name: str | None, data: bytes) -> bool:
+        """Track one event; True when it is a usage-only chat chunk to strip."""
+        api = self.inbound.name
+        if api == "anthropic":
+            if name == "message_stop":
+                self.ended = True
+            elif name in ("message_start", "message_delta"):
+                payload = _loads(data)
+                if payload is not None:
+                    if name == "message_start":
+                        usage = (payload.get("message") or {}).get("usage")
+                    else:
+                        usage = payload.get("usage")
+                        self.stop_reason = (payload.get("delta") or {}).get("stop_reason")
+                    if isinstance(usage, dict):
+                        self._merge_anthropic(usage)
+            return False
+        if api == "openai-chat":
+            if data == b"[DONE]":
+                self.ended = True
+                return False
+            if b'"finish_reason":"' in data or b'"usage":{' in data:
+                payload = _loads(data)
+                if payload is not None:
+                    for choice in payload.get("choices") or []:
+                        if choice.get("finish_reason"):
+                            self.stop_reason = choice["finish_reason"]
+                    if isinstance(payload.get("usage"), dict):
+                        self.usage = self.inbound.usage_to_ir(payload["usage"])
+                        self.usage_seen = True
+                        return self.strip_usage and not payload.get("choices")
+            return False
+        if (
+            b'"response.completed"' in data
+            or b'"response.incomplete"' in data
+            or b'"response.failed"' in data
+        ):
+            payload = _loads(data)
+            if payload is not None:
+                self.ended = True
+                response = payload.get("response") or {}
+                self.stop_reason = response.get("status")
+                if isinstance(response.get("usage"), dict):
+                    self.usage = self.inbound.usage_to_ir(response["usage"])
+                    self.usage_seen = True
+        return False
 
     def close(self) -> None:
         """Read a kept JSON body."""
         if self.is_sse or not self._body or self._size > self._limit:
             return
-        try:
-            payload = orjson.loads(b"".join(self._body))
-        except orjson.JSONDecodeError:
+        payload = _loads(b"".join(self._body))
+        if payload is None:
             return
-        if isinstance(payload, dict):
-            if isinstance(payload.get("usage"), dict):
-                self._merge(payload["usage"])
-            self.stop_reason = payload.get("stop_reason")
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            if self.inbound.name == "anthropic":
+                self._merge_anthropic(usage)
+            else:
+                self.usage = self.inbound.usage_to_ir(usage)
+                self.usage_seen = True
+        self.stop_reason = payload.get("stop_reason") or payload.get("status")
+        if self.stop_reason is None:
+            choices = payload.get("choices") or [{}]
+            self.stop_reason = choices[0].get("finish_reason") if isinstance(choices[0], dict) else None
 
-    def _merge(self, usage: dict[str, Any]) -> None:
+    def _merge_anthropic(self, usage: dict[str, Any]) -> None:
         self.usage_seen = True
         current = self.usage
         for wire, attribute in (
@@ -565,3 +702,11 @@ class AnthropicUsageSniffer:
             value = usage.get(wire)
             if isinstance(value, int) and (value or wire == "output_tokens"):
                 setattr(current, attribute, value)
+
+
+def _loads(data: bytes) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

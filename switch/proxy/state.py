@@ -6,6 +6,7 @@ import time
 from collections import OrderedDict
 
 from switch import keys
+from switch.protocols.ir import Message
 
 
 class ReasoningCache:
@@ -46,3 +47,21 @@ class KeyCache:
         value, _source = keys.lookup(provider, env_var)
         self._entries[provider] = (now, value)
         return value
+
+
+class ResponseStore:
+    """Recent Responses conversations by response id, for `previous_response_id`."""
+
+    def __init__(self, capacity: int = 128) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
+
+    def put(self, response_id: str, messages: tuple[Message, ...]) -> None:
+        """Remember the full conversation that ended in `response_id`."""
+        self._entries[response_id] = messages
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def get(self, response_id: str) -> tuple[Message, ...] | None:
+        """The conversation up to and including `response_id`, if still kept."""
+        return self._entries.get(response_id)

@@ -9,6 +9,7 @@ from switch.protocols.anthropic_messages.stream import StreamEncoder, StreamForm
 from switch.protocols.carry import decode_reasoning, upstream_tool_id
 from switch.protocols.openai_chat.stream import StreamDecoder
 from switch.protocols.sse import SseDecoder
+from switch.protocols.tools import ToolIndex
 from tests.anthropic_grammar import assert_valid_anthropic_stream, parse_events
 
 
@@ -56,7 +57,7 @@ UPSTREAM = b"".join(
 
 def translate(pieces: list[bytes]) -> bytes:
     encoder = StreamEncoder("msg_test", "claude-test", 42)
-    decoder = StreamDecoder(encoder, {})
+    decoder = StreamDecoder(encoder, ToolIndex())
     sse = SseDecoder()
     output = []
     for piece in pieces:

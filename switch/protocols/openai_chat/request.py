@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
+
 from switch.errors import TranslationError
 from switch.protocols.carry import decode_reasoning, short_tool_name
 from switch.protocols.ir import (
@@ -26,6 +28,7 @@ from switch.protocols.ir import (
     ToolResultPart,
     ToolSpec,
 )
+from switch.protocols.tools import CUSTOM_ARGUMENT
 
 ReasoningStyle = Literal["reasoning_effort", "chat_template_args", "thinking", "none"]
 _EFFORT_ORDER: tuple[ReasoningEffort, ...] = (
@@ -53,11 +56,6 @@ class ChatTarget:
     fixed_sampling: bool = False
     send_user: bool = True
     cache_key_field: str | None = None
-
-
-def tool_name_map(tools: tuple[ToolSpec, ...]) -> dict[str, str]:
-    """Short upstream names → the caller's long tool names (only for names that were shortened)."""
-    return {short_tool_name(t.name): t.name for t in tools if len(t.name) > 64}
 
 
 def pick_effort(reasoning: Reasoning, levels: tuple[str, ...]) -> str | None:
@@ -162,11 +160,14 @@ def _assistant_turn(
             if text:
                 reasoning.append(text)
         elif isinstance(part, ToolCallPart):
+            arguments = part.arguments
+            if part.kind == "custom":
+                arguments = orjson.dumps({CUSTOM_ARGUMENT: arguments}).decode()
             calls.append(
                 {
                     "id": part.call_id,
                     "type": "function",
-                    "function": {"name": short_tool_name(part.name), "arguments": part.arguments},
+                    "function": {"name": short_tool_name(part.name), "arguments": arguments},
                 }
             )
     entry: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}

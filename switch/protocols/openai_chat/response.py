@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from switch.protocols.ir import Part, ReasoningPart, Response, StopReason, TextPart, ToolCallPart, Usage
+from switch.protocols.tools import ToolIndex
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -58,7 +59,7 @@ def reasoning_of(fields: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def response_to_ir(body: dict[str, Any], tool_names: dict[str, str]) -> Response:
+def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
     """A complete chat completion → IR response."""
     choices = body.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
@@ -70,13 +71,13 @@ def response_to_ir(body: dict[str, Any], tool_names: dict[str, str]) -> Response
     content = message.get("content")
     if isinstance(content, str) and content:
         parts.append(TextPart(content))
-    for index, call in enumerate(message.get("tool_calls") or []):
+    for position, call in enumerate(message.get("tool_calls") or []):
         function = call.get("function") or {}
         name = str(function.get("name") or "")
         parts.append(
             ToolCallPart(
-                str(call.get("id") or f"call_{index}"),
-                tool_names.get(name, name),
+                str(call.get("id") or f"call_{position}"),
+                index.caller_name(name),
                 str(function.get("arguments") or ""),
             )
         )

@@ -14,16 +14,17 @@ import orjson
 from switch.errors import UpstreamError
 from switch.protocols.ir import StreamSink
 from switch.protocols.openai_chat.response import reasoning_of, stop_reason_to_ir, usage_to_ir
+from switch.protocols.tools import ToolIndex
 
 
 class StreamDecoder:
     """Feeds parsed chat chunks into a `StreamSink`."""
 
-    __slots__ = ("sink", "tool_names", "done", "finished", "_started", "upstream_id", "upstream_model")
+    __slots__ = ("sink", "index", "done", "finished", "_started", "upstream_id", "upstream_model")
 
-    def __init__(self, sink: StreamSink, tool_names: dict[str, str]) -> None:
+    def __init__(self, sink: StreamSink, index: ToolIndex) -> None:
         self.sink = sink
-        self.tool_names = tool_names
+        self.index = index
         self.done = False
         self.finished = False
         self._started: set[int] = set()
@@ -85,7 +86,7 @@ class StreamDecoder:
                 name = str(function.get("name") or "")
                 self._started.add(index)
                 sink.tool_call_start(
-                    index, str(call.get("id") or f"call_{index}"), self.tool_names.get(name, name)
+                    index, str(call.get("id") or f"call_{index}"), self.index.caller_name(name)
                 )
             arguments = function.get("arguments")
             if arguments:

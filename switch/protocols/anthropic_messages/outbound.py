@@ -1,0 +1,292 @@
+"""Anthropic Messages as an API we call: IR → request body; response body and stream → IR.
+
+Thinking blocks go back to Anthropic only with a signature Anthropic issued; blocks switch minted
+(other upstreams' reasoning) would be rejected, so they are left out, and thinking is turned off
+for a request whose history has tool calls without valid thinking (Anthropic requires it then).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from switch.errors import UpstreamError
+from switch.protocols.anthropic_messages.request import BILLING_PREFIX
+from switch.protocols.carry import client_tool_id, is_switch_signature, short_tool_name
+from switch.protocols.ir import (
+    ImagePart,
+    Part,
+    ReasoningPart,
+    Request,
+    Response,
+    StopReason,
+    StreamSink,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from switch.protocols.tools import ToolIndex
+
+_STOPS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "tool_use": "tool_use",
+    "refusal": "refusal",
+    "pause_turn": "pause",
+    "model_context_window_exceeded": "max_tokens",
+}
+_BUDGETS = {
+    "none": 0,
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 24576,
+    "max": 32000,
+}
+
+
+def _image(part: ImagePart) -> dict[str, Any]:
+    if part.url:
+        return {"type": "image", "source": {"type": "url", "url": part.url}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": part.media_type or "image/png", "data": part.data or ""},
+    }
+
+
+def _blocks(parts: tuple[Part, ...], index: ToolIndex) -> tuple[list[dict[str, Any]], bool]:
+    blocks: list[dict[str, Any]] = []
+    signed_thinking = False
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            blocks.append(_image(part))
+        elif isinstance(part, ReasoningPart):
+            if part.redacted_data:
+                blocks.append({"type": "redacted_thinking", "data": part.redacted_data})
+                signed_thinking = True
+            elif part.signature and not is_switch_signature(part.signature):
+                blocks.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+                signed_thinking = True
+        elif isinstance(part, ToolCallPart):
+            arguments: Any
+            if part.kind == "custom":
+                arguments = {"input": part.arguments}
+            else:
+                try:
+                    arguments = orjson.loads(part.arguments) if part.arguments.strip() else {}
+                except orjson.JSONDecodeError:
+                    arguments = {"_raw_arguments": part.arguments}
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": client_tool_id(part.call_id),
+                    "name": short_tool_name(part.name),
+                    "input": arguments,
+                }
+            )
+        elif isinstance(part, ToolResultPart):
+            content: list[dict[str, Any]] = []
+            for item in part.content:
+                content.append(
+                    {"type": "text", "text": item.text} if isinstance(item, TextPart) else _image(item)
+                )
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": client_tool_id(part.call_id),
+                "content": content,
+            }
+            if part.is_error:
+                block["is_error"] = True
+            blocks.append(block)
+    return blocks, signed_thinking
+
+
+def request_from_ir(request: Request, model: str) -> dict[str, Any]:
+    """The Anthropic Messages body for `request` on `model`."""
+    index = ToolIndex.of(request.tools)
+    messages: list[dict[str, Any]] = []
+    unsigned_tool_turn = False
+    for message in request.messages:
+        if message.role == "system":
+            text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart))
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}],
+                }
+            )
+            continue
+        blocks, signed = _blocks(message.parts, index)
+        if message.role == "assistant" and any(b["type"] == "tool_use" for b in blocks) and not signed:
+            unsigned_tool_turn = True
+        if blocks:
+            messages.append({"role": message.role, "content": blocks})
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_output_tokens or 8192,
+        "messages": messages,
+    }
+    system = [{"type": "text", "text": p.text} for p in request.system]
+    billing = request.provider_data.get("billing_header")
+    if isinstance(billing, str) and billing.startswith(BILLING_PREFIX):
+        system.insert(0, {"type": "text", "text": billing})
+    if system:
+        body["system"] = system
+    if request.tools:
+        tools = []
+        for spec in request.tools:
+            schema = spec.parameters or {"type": "object", "properties": {}}
+            if spec.kind == "custom":
+                schema = {
+                    "type": "object",
+                    "properties": {"input": {"type": "string"}},
+                    "required": ["input"],
+                }
+            tool: dict[str, Any] = {"name": short_tool_name(spec.name), "input_schema": schema}
+            if spec.description:
+                tool["description"] = spec.description
+            tools.append(tool)
+        body["tools"] = tools
+        choice = request.tool_choice
+        if choice is not None:
+            kind = {"auto": "auto", "required": "any", "none": "none", "tool": "tool"}[choice.mode]
+            tool_choice: dict[str, Any] = {"type": kind}
+            if choice.mode == "tool":
+                tool_choice["name"] = short_tool_name(choice.name or "")
+            if request.parallel_tool_calls is False and kind != "none":
+                tool_choice["disable_parallel_tool_use"] = True
+            body["tool_choice"] = tool_choice
+    thinking = False
+    reasoning = request.reasoning
+    if reasoning is not None and reasoning.enabled and not unsigned_tool_turn:
+        budget = reasoning.budget_tokens or _BUDGETS.get(reasoning.effort or "medium", 8192)
+        if budget >= 1024:
+            body["max_tokens"] = max(body["max_tokens"], budget + 1024)
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            thinking = True
+    if not thinking:
+        if request.temperature is not None:
+            body["temperature"] = min(max(request.temperature, 0.0), 1.0)
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+    if request.stop:
+        body["stop_sequences"] = list(request.stop)
+    if request.user:
+        body["metadata"] = {"user_id": request.user[:256]}
+    if request.stream:
+        body["stream"] = True
+    return body
+
+
+def usage_to_ir(usage: dict[str, Any]) -> Usage:
+    """Anthropic usage → IR (already in disjoint buckets)."""
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return Usage(
+        input_tokens=count("input_tokens"),
+        cache_read_tokens=count("cache_read_input_tokens"),
+        cache_write_tokens=count("cache_creation_input_tokens"),
+        output_tokens=count("output_tokens"),
+    )
+
+
+def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
+    """A complete Anthropic message → IR."""
+    parts: list[Part] = []
+    for block in body.get("content") or []:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            parts.append(TextPart(str(block.get("text") or "")))
+        elif kind == "thinking":
+            parts.append(ReasoningPart(str(block.get("thinking") or ""), block.get("signature")))
+        elif kind == "redacted_thinking":
+            parts.append(ReasoningPart("", redacted_data=str(block.get("data") or "")))
+        elif kind == "tool_use":
+            name = index.caller_name(str(block.get("name") or ""))
+            parts.append(
+                ToolCallPart(
+                    str(block.get("id") or ""), name, orjson.dumps(block.get("input") or {}).decode()
+                )
+            )
+    usage = body.get("usage")
+    return Response(
+        str(body.get("id") or ""),
+        str(body.get("model") or ""),
+        tuple(parts),
+        _STOPS.get(str(body.get("stop_reason")), "end_turn"),
+        usage_to_ir(usage) if isinstance(usage, dict) else Usage(),
+        body.get("stop_sequence"),
+    )
+
+
+class StreamDecoder:
+    """Feeds an Anthropic upstream's SSE events into a `StreamSink`."""
+
+    def __init__(self, sink: StreamSink, index: ToolIndex) -> None:
+        self.sink = sink
+        self.index = index
+        self.done = False
+        self.finished = False
+        self.upstream_id: str | None = None
+        self.upstream_model: str | None = None
+        self._usage = Usage()
+
+    def feed(self, data: bytes) -> None:
+        """Decode one `data:` payload."""
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError("upstream sent a malformed stream event", kind="protocol") from exc
+        kind = event.get("type") if isinstance(event, dict) else None
+        sink = self.sink
+        if kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            delta_kind = delta.get("type")
+            if delta_kind == "text_delta":
+                sink.text_delta(str(delta.get("text") or ""))
+            elif delta_kind == "thinking_delta":
+                sink.reasoning_delta(str(delta.get("thinking") or ""))
+            elif delta_kind == "input_json_delta":
+                sink.tool_call_delta(int(event.get("index") or 0), str(delta.get("partial_json") or ""))
+        elif kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                name = self.index.caller_name(str(block.get("name") or ""))
+                sink.tool_call_start(int(event.get("index") or 0), str(block.get("id") or ""), name)
+        elif kind == "message_start":
+            message = event.get("message") or {}
+            self.upstream_id = message.get("id")
+            self.upstream_model = message.get("model")
+            usage = message.get("usage")
+            if isinstance(usage, dict):
+                self._usage = usage_to_ir(usage)
+        elif kind == "message_delta":
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                update = usage_to_ir(usage)
+                merged = Usage(
+                    update.input_tokens or self._usage.input_tokens,
+                    update.cache_read_tokens or self._usage.cache_read_tokens,
+                    update.cache_write_tokens or self._usage.cache_write_tokens,
+                    update.output_tokens,
+                )
+                self._usage = merged
+                sink.usage(merged)
+            delta = event.get("delta") or {}
+            sink.finish(_STOPS.get(str(delta.get("stop_reason")), "end_turn"), delta.get("stop_sequence"))
+            self.finished = True
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            error = event.get("error") or {}
+            raise UpstreamError(str(error.get("message") or "upstream reported an error"), kind="in_band")

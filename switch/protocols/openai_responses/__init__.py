@@ -1,0 +1,1 @@
+"""OpenAI Responses API (`POST /v1/responses`)."""

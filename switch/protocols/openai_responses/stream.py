@@ -1,0 +1,384 @@
+"""IR stream events ⇄ OpenAI Responses SSE.
+
+`StreamEncoder` is an explicit state machine over `ItemState` (one output item open at a time)
+emitting the full documented event sequence with increasing `sequence_number`: lifecycle events,
+`output_item.added`/`done` for every item, content parts, text, reasoning-summary, function-call
+and custom-tool deltas, and a terminal `response.completed` / `response.incomplete` /
+`response.failed` carrying usage. Codex records the `output_item.done` items and needs
+`response.completed`; the SDK's typed stream needs the rest.
+
+`StreamDecoder` reads a Responses upstream's events into a `StreamSink`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+import orjson
+
+from switch.errors import UpstreamError
+from switch.protocols.ir import Request, StopReason, StreamSink, ToolCallPart, Usage
+from switch.protocols.openai_responses.response import (
+    call_item,
+    message_item,
+    reasoning_item,
+    response_object,
+    status_of,
+    usage_to_ir,
+)
+from switch.protocols.tools import ToolIndex, flat_name
+
+_dumps = orjson.dumps
+
+
+class ItemState(Enum):
+    """What the encoder has open."""
+
+    IDLE = "idle"
+    NONE = "none"
+    REASONING = "reasoning"
+    TEXT = "text"
+    TOOL = "tool"
+    DONE = "done"
+
+
+_CONTINUES: frozenset[ItemState] = frozenset({ItemState.REASONING, ItemState.TEXT})
+_ERROR_CODES = {
+    429: "rate_limit_exceeded",
+    400: "invalid_prompt",
+    401: "invalid_api_key",
+    413: "context_length_exceeded",
+}
+
+
+class StreamEncoder:
+    """Encodes one response stream for a Responses client."""
+
+    def __init__(self, response_id: str, request: Request, next_id: Callable[[], str]) -> None:
+        self.out: list[bytes] = []
+        self.state = ItemState.IDLE
+        self.response_id = response_id
+        self.request = request
+        self.index = ToolIndex.of(request.tools)
+        self.created_at = int(time.time())
+        self.final_usage = Usage()
+        self.usage_seen = False
+        self.stop_reason: StopReason | None = None
+        self.tool_call_ids: list[str] = []
+        self.reasoning_chunks: list[str] = []
+        self.output: list[dict[str, Any]] = []
+        self._next_id = next_id
+        self._seq = 0
+        self._item_id = ""
+        self._texts: list[str] = []
+        self._delta_head = b""
+        self._delta_tail = b""
+        self._call: tuple[str, str, bool] | None = None  # call_id, name, custom
+
+    @property
+    def content_started(self) -> bool:
+        """Whether an output item has been opened."""
+        return bool(self.output) or self.state in (ItemState.REASONING, ItemState.TEXT, ItemState.TOOL)
+
+    def _emit(self, kind: str, payload: dict[str, Any]) -> None:
+        self._seq += 1
+        body = {"type": kind, "sequence_number": self._seq, **payload}
+        self.out.append(b"event: " + kind.encode() + b"\ndata: " + _dumps(body) + b"\n\n")
+
+    def _delta(self, text: str) -> None:
+        self._seq += 1
+        self.out.append(
+            self._delta_head + str(self._seq).encode() + self._delta_mid + _dumps(text) + self._delta_tail
+        )
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Emit `response.created` and `response.in_progress` (idempotent)."""
+        if self.state is not ItemState.IDLE:
+            return
+        snapshot = response_object(self.response_id, self.request, [], "in_progress", None, self.created_at)
+        self._emit("response.created", {"response": snapshot})
+        self._emit("response.in_progress", {"response": snapshot})
+        self.state = ItemState.NONE
+
+    def ping(self) -> bytes:
+        """An SSE comment: Responses has no ping event, and parsers skip comments."""
+        return b": keep-alive\n\n"
+
+    def end(self) -> None:
+        """Close the open item and send the terminal event with usage."""
+        self.start()
+        self._close()
+        stop = self.stop_reason or ("tool_use" if self.tool_call_ids else "end_turn")
+        status, reason = status_of(stop)
+        final = response_object(
+            self.response_id, self.request, self.output, status, self.final_usage, self.created_at, reason
+        )
+        self._emit(
+            "response.completed" if status == "completed" else "response.incomplete", {"response": final}
+        )
+        self.state = ItemState.DONE
+
+    def fail(self, status: int, message: str) -> None:
+        """Report a failure as `response.failed`; the stream ends after it."""
+        self.start()
+        self._close()
+        code = _ERROR_CODES.get(status, "server_error")
+        if "context" in message.lower() and ("length" in message.lower() or "window" in message.lower()):
+            code = "context_length_exceeded"
+        error = {"code": code, "message": message}
+        failed = response_object(
+            self.response_id,
+            self.request,
+            self.output,
+            "failed",
+            self.final_usage,
+            self.created_at,
+            error=error,
+        )
+        self._emit("response.failed", {"response": failed})
+        self.state = ItemState.DONE
+
+    def take(self) -> bytes:
+        """Everything encoded since the last call."""
+        if not self.out:
+            return b""
+        data = b"".join(self.out)
+        self.out.clear()
+        return data
+
+    # ---- StreamSink ----------------------------------------------------------------------------
+
+    def reasoning_delta(self, text: str) -> None:
+        """Continue or open a reasoning item (shown as its summary)."""
+        if not text:
+            return
+        if self.state is not ItemState.REASONING:
+            self._open(ItemState.REASONING)
+        self._texts.append(text)
+        self.reasoning_chunks.append(text)
+        self._delta(text)
+
+    def text_delta(self, text: str) -> None:
+        """Continue or open an assistant message item."""
+        if not text:
+            return
+        if self.state is not ItemState.TEXT:
+            self._open(ItemState.TEXT)
+        self._texts.append(text)
+        self._delta(text)
+
+    def tool_call_start(self, index: int, call_id: str, name: str) -> None:
+        """Open a function_call or custom_tool_call item."""
+        self._call = (call_id, name, name in self.index.custom)
+        self.tool_call_ids.append(call_id)
+        self._open(ItemState.TOOL)
+
+    def tool_call_delta(self, index: int, fragment: str) -> None:
+        """Stream argument (or custom input) text of the open call."""
+        if fragment and self.state is ItemState.TOOL:
+            self._texts.append(fragment)
+            self._delta(fragment)
+
+    def usage(self, usage: Usage) -> None:
+        """Remember usage for the terminal event."""
+        self.final_usage = usage
+        self.usage_seen = True
+
+    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
+        """Remember why the model stopped."""
+        self.stop_reason = stop_reason
+
+    # ---- items ---------------------------------------------------------------------------------
+
+    def _open(self, kind: ItemState) -> None:
+        self.start()
+        self._close()
+        self.state = kind
+        self._texts = []
+        output_index = len(self.output)
+        position = b',"output_index":' + str(output_index).encode()
+        if kind is ItemState.REASONING:
+            self._item_id = "rs_" + self._next_id()
+            self._emit(
+                "response.output_item.added",
+                {
+                    "output_index": output_index,
+                    "item": {"id": self._item_id, "type": "reasoning", "summary": []},
+                },
+            )
+            self._emit(
+                "response.reasoning_summary_part.added",
+                {
+                    "item_id": self._item_id,
+                    "output_index": output_index,
+                    "summary_index": 0,
+                    "part": {"type": "summary_text", "text": ""},
+                },
+            )
+            self._set_delta(
+                "response.reasoning_summary_text.delta", position + b',"summary_index":0', b"}\n\n"
+            )
+        elif kind is ItemState.TEXT:
+            self._item_id = "msg_" + self._next_id()
+            item = {
+                "id": self._item_id,
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+            self._emit("response.output_item.added", {"output_index": output_index, "item": item})
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            self._emit(
+                "response.content_part.added",
+                {"item_id": self._item_id, "output_index": output_index, "content_index": 0, "part": part},
+            )
+            self._set_delta(
+                "response.output_text.delta", position + b',"content_index":0', b',"logprobs":[]}\n\n'
+            )
+        else:
+            assert self._call is not None
+            call_id, name, custom = self._call
+            self._item_id = ("ctc_" if custom else "fc_") + self._next_id()
+            call = ToolCallPart(call_id, name, "", "custom" if custom else "function")
+            self._emit(
+                "response.output_item.added",
+                {
+                    "output_index": output_index,
+                    "item": call_item(self._item_id, call, self.index, "in_progress"),
+                },
+            )
+            kind_name = (
+                "response.custom_tool_call_input.delta"
+                if custom
+                else "response.function_call_arguments.delta"
+            )
+            self._set_delta(kind_name, position, b"}\n\n")
+
+    def _set_delta(self, kind: str, position: bytes, tail: bytes) -> None:
+        self._delta_head = (
+            b"event: " + kind.encode() + b'\ndata: {"type":"' + kind.encode() + b'","sequence_number":'
+        )
+        self._delta_mid = b',"item_id":' + _dumps(self._item_id) + position + b',"delta":'
+        self._delta_tail = tail
+
+    def _close(self) -> None:
+        state = self.state
+        if state not in (ItemState.REASONING, ItemState.TEXT, ItemState.TOOL):
+            return
+        text = "".join(self._texts)
+        output_index = len(self.output)
+        item_id = self._item_id
+        if state is ItemState.REASONING:
+            base = {"item_id": item_id, "output_index": output_index, "summary_index": 0}
+            self._emit("response.reasoning_summary_text.done", {**base, "text": text})
+            self._emit(
+                "response.reasoning_summary_part.done",
+                {**base, "part": {"type": "summary_text", "text": text}},
+            )
+            item = reasoning_item(item_id, text)
+        elif state is ItemState.TEXT:
+            base = {"item_id": item_id, "output_index": output_index, "content_index": 0}
+            self._emit("response.output_text.done", {**base, "text": text, "logprobs": []})
+            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            self._emit("response.content_part.done", {**base, "part": part})
+            item = message_item(item_id, text)
+        else:
+            assert self._call is not None
+            call_id, name, custom = self._call
+            call = ToolCallPart(call_id, name, text, "custom" if custom else "function")
+            item = call_item(item_id, call, self.index)
+            base = {"item_id": item_id, "output_index": output_index}
+            if custom:
+                self._emit("response.custom_tool_call_input.done", {**base, "input": text})
+            else:
+                self._emit(
+                    "response.function_call_arguments.done", {**base, "name": item["name"], "arguments": text}
+                )
+            self._call = None
+        self._emit("response.output_item.done", {"output_index": output_index, "item": item})
+        self.output.append(item)
+        self.state = ItemState.NONE
+        self._texts = []
+
+    _delta_mid = b""
+
+
+class StreamDecoder:
+    """Feeds a Responses upstream's SSE events into a `StreamSink`."""
+
+    def __init__(self, sink: StreamSink, index: ToolIndex) -> None:
+        self.sink = sink
+        self.index = index
+        self.done = False
+        self.finished = False
+        self.upstream_id: str | None = None
+        self.upstream_model: str | None = None
+        self._calls: dict[int, bool] = {}  # output_index → arguments streamed as deltas
+        self._has_calls = False
+
+    def feed(self, data: bytes) -> None:
+        """Decode one `data:` payload."""
+        if data == b"[DONE]":
+            self.done = True
+            return
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError("upstream sent a malformed stream event", kind="protocol") from exc
+        kind = event.get("type") if isinstance(event, dict) else None
+        sink = self.sink
+        if kind == "response.output_text.delta":
+            sink.text_delta(str(event.get("delta") or ""))
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            sink.reasoning_delta(str(event.get("delta") or ""))
+        elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
+            output_index = int(event.get("output_index") or 0)
+            self._calls[output_index] = True
+            sink.tool_call_delta(output_index, str(event.get("delta") or ""))
+        elif kind == "response.output_item.added":
+            item = event.get("item") or {}
+            if item.get("type") in ("function_call", "custom_tool_call"):
+                output_index = int(event.get("output_index") or 0)
+                namespace = item.get("namespace")
+                name = flat_name(
+                    namespace if isinstance(namespace, str) else None, str(item.get("name") or "")
+                )
+                self._calls[output_index] = False
+                self._has_calls = True
+                sink.tool_call_start(
+                    output_index, str(item.get("call_id") or ""), self.index.caller_name(name)
+                )
+        elif kind in ("response.function_call_arguments.done", "response.custom_tool_call_input.done"):
+            output_index = int(event.get("output_index") or 0)
+            if not self._calls.get(output_index, True):
+                # Some backends send arguments only in the final event.
+                full = event.get("arguments") if "arguments" in event else event.get("input")
+                sink.tool_call_delta(output_index, str(full or ""))
+                self._calls[output_index] = True
+        elif kind == "response.created":
+            response = event.get("response") or {}
+            self.upstream_id = response.get("id")
+            self.upstream_model = response.get("model")
+        elif kind in ("response.completed", "response.incomplete"):
+            response = event.get("response") or {}
+            usage = response.get("usage")
+            if isinstance(usage, dict):
+                sink.usage(usage_to_ir(usage))
+            stop: StopReason = "tool_use" if self._has_calls else "end_turn"
+            if kind == "response.incomplete":
+                details = response.get("incomplete_details") or {}
+                stop = "refusal" if details.get("reason") == "content_filter" else "max_tokens"
+            sink.finish(stop)
+            self.finished = True
+            self.done = True
+        elif kind in ("response.failed", "error"):
+            response = event.get("response") or {}
+            error = response.get("error") or event.get("error") or event
+            message = error.get("message") if isinstance(error, dict) else None
+            raise UpstreamError(str(message or "upstream reported a failure"), kind="in_band")
