@@ -1,12 +1,12 @@
 """Proxy overhead against a direct call, measured in the same run.
 
-Two processes: this one, which runs both the fast fake chat upstream and the client (raw HTTP/1.1
-over asyncio, keep-alive, so client cost is tiny and identical on both paths) on one event loop,
-and `switch serve` routing to that upstream. Keeping the fake upstream in the client's process
-means neither path needs more processes than this 2-core machine has cores, so the difference
-measures the proxy, not the scheduler. For each workload the client times the direct upstream
-call with the already-translated body, then the same call through the proxy, interleaved, and
-reports what the proxy adds.
+Three processes: a fast fake chat upstream, `switch serve` routing to it, and this client (raw
+HTTP/1.1 over asyncio, keep-alive, so client cost is tiny and identical on both paths). On a
+machine with two or more cores the proxy is pinned to a core of its own and the upstream and
+client share another, so the proxy's numbers are those of one core and the scheduler does not
+add its own noise. For each workload the client times the direct upstream call with the
+already-translated body, then the same call through the proxy, interleaved, and reports what
+the proxy adds.
 
     python bench/overhead.py [--requests 400] [--concurrency 16]
 """
@@ -31,12 +31,14 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import uvicorn  # noqa: E402
-
-from bench.upstream_server import app as upstream_app  # noqa: E402
-from bench.workload import claude_code_request  # noqa: E402
+from bench.workload import claude_code_request, codex_request  # noqa: E402
 from switch.protocols.anthropic_messages.request import request_to_ir  # noqa: E402
 from switch.protocols.openai_chat.request import ChatTarget, request_from_ir  # noqa: E402
+from switch.protocols.openai_responses.request import request_to_ir as responses_request_to_ir  # noqa: E402
+
+KIMI = ChatTarget(
+    "moonshotai/Kimi-K3", effort_levels=("low", "high", "max"), max_output_tokens=262144, fixed_sampling=True
+)
 
 
 def free_port() -> int:
@@ -184,41 +186,39 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "BASETEN_API_KEY": "bench-key",
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
     }
-    upstream = uvicorn.Server(
-        uvicorn.Config(
-            upstream_app,
-            host="127.0.0.1",
-            port=upstream_port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-        )
+    cores = sorted(os.sched_getaffinity(0))
+    shared_core, proxy_core = (cores[0], cores[1]) if len(cores) > 1 else (cores[0], cores[0])
+    os.sched_setaffinity(0, {shared_core})
+    upstream = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port)], env=env
     )
-    upstream_task = asyncio.create_task(upstream.serve())
+    os.sched_setaffinity(upstream.pid, {shared_core})
     proxy = subprocess.Popen(
         [sys.executable, "-m", "switch", "serve", "--port", str(proxy_port)], env=env, cwd=str(ROOT)
     )
     results: dict[str, Any] = {}
     try:
-        while not upstream.started:
-            await asyncio.sleep(0.01)
+        os.sched_setaffinity(proxy.pid, {proxy_core})
+        await asyncio.to_thread(wait_listening, upstream_port)
         await asyncio.to_thread(wait_listening, proxy_port)
         for stream in (False, True):
             anthropic_body = claude_code_request(stream=stream)
-            chat_body = request_from_ir(
-                request_to_ir(anthropic_body),
-                ChatTarget(
-                    "moonshotai/Kimi-K3",
-                    effort_levels=("low", "high", "max"),
-                    max_output_tokens=262144,
-                    fixed_sampling=True,
-                ),
-            )
+            chat_body = request_from_ir(request_to_ir(anthropic_body), KIMI)
             label = f"Claude Code 52 KB → chat, {'stream 100 chunks' if stream else 'no stream'}"
             results[label] = await paired(
                 label,
                 (upstream_port, "/v1/chat/completions", orjson.dumps(chat_body), b'"content":"tok'),
                 (proxy_port, "/v1/messages?beta=true", orjson.dumps(anthropic_body), b"text_delta"),
+                args.requests,
+            )
+        for stream in (False, True):
+            codex_body = codex_request(stream=stream)
+            chat_body = request_from_ir(responses_request_to_ir(codex_body), KIMI)
+            label = f"Codex 40 KB Responses → chat, {'stream 100 chunks' if stream else 'no stream'}"
+            results[label] = await paired(
+                label,
+                (upstream_port, "/v1/chat/completions", orjson.dumps(chat_body), b'"content":"tok'),
+                (proxy_port, "/v1/responses", orjson.dumps(codex_body), b"output_text.delta"),
                 args.requests,
             )
         body = orjson.dumps(claude_code_request(stream=True))
@@ -233,9 +233,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         print(f"proxy RSS after the run: {results['proxy_rss_mb']:.1f} MB")
     finally:
         proxy.terminate()
+        upstream.terminate()
         proxy.wait(10)
-        upstream.should_exit = True
-        await upstream_task
+        upstream.wait(10)
     return results
 
 

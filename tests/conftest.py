@@ -144,3 +144,56 @@ def capture_names(prefix: str) -> list[str]:
 
 
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def fake_multi() -> Iterator[tuple[Any, str]]:
+    """A fake upstream speaking chat, Anthropic and Responses, and its base URL (no /v1)."""
+    from tests.fake_upstream import FakeUpstream
+
+    fake = FakeUpstream()
+    with serve(fake) as url:
+        yield fake, url
+
+
+MULTI_CONFIG = """
+[defaults]
+model = "{model}"
+[providers.fakechat]
+api = "openai-chat"
+base_url = "{url}/v1"
+api_key_env = "FAKE_CHAT_KEY"
+[providers.fakeanthropic]
+api = "anthropic"
+base_url = "{url}"
+api_key_env = "FAKE_ANTHROPIC_KEY"
+[providers.fakeresponses]
+api = "openai-responses"
+base_url = "{url}/v1"
+api_key_env = "FAKE_RESPONSES_KEY"
+"""
+UPSTREAM_MODELS = {
+    "openai-chat": "fakechat/kimi-test",
+    "anthropic": "fakeanthropic/claude-test",
+    "openai-responses": "fakeresponses/gpt-test",
+}
+
+
+@pytest.fixture
+def multi_proxy(
+    fake_multi: tuple[Any, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
+) -> Callable[[str], Proxy]:
+    """Start the proxy routing everything to one of the fake's three APIs."""
+    fake, url = fake_multi
+    monkeypatch.setenv("FAKE_CHAT_KEY", "sk-fake-chat-key")
+    monkeypatch.setenv("FAKE_ANTHROPIC_KEY", "sk-fake-anthropic-key")
+    monkeypatch.setenv("FAKE_RESPONSES_KEY", "sk-fake-responses-key")
+
+    def start(upstream_api: str) -> Proxy:
+        proxy = start_proxy(
+            MULTI_CONFIG.format(model=UPSTREAM_MODELS[upstream_api], url=url), read_timeout=5.0
+        )
+        proxy.upstream = fake
+        return proxy
+
+    return start

@@ -290,3 +290,341 @@ class FakeAnthropicUpstream:
         for chunk in reply.chunks:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _sse(name: str, payload: dict[str, Any]) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+def anthropic_stream(turn: Turn, model: str, counter: itertools.count[int]) -> list[bytes]:
+    """An Anthropic Messages stream for a turn."""
+    usage = {
+        "input_tokens": turn.prompt_tokens - turn.cached_tokens,
+        "cache_read_input_tokens": turn.cached_tokens,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": 1,
+    }
+    message = {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    events = [_sse("message_start", {"type": "message_start", "message": message})]
+    index = 0
+    if turn.reasoning:
+        events.append(
+            _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+            )
+        )
+        for piece in _pieces(turn.reasoning, turn.fragment):
+            events.append(
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    },
+                )
+            )
+        events.append(
+            _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": "anthropic-sig"},
+                },
+            )
+        )
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    if turn.text:
+        events.append(
+            _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
+        for piece in _pieces(turn.text, turn.fragment):
+            events.append(
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+            )
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    for call in turn.tool_calls:
+        block = {
+            "type": "tool_use",
+            "id": call.call_id or f"toolu_fake{next(counter)}",
+            "name": call.name,
+            "input": {},
+        }
+        events.append(
+            _sse(
+                "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+            )
+        )
+        for piece in _pieces(call.arguments, turn.fragment):
+            events.append(
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
+            )
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    stop = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}[
+        turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
+    ]
+    events.append(
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": turn.completion_tokens},
+            },
+        )
+    )
+    events.append(_sse("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def anthropic_message(turn: Turn, model: str, counter: itertools.count[int]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if turn.reasoning:
+        content.append({"type": "thinking", "thinking": turn.reasoning, "signature": "anthropic-sig"})
+    if turn.text:
+        content.append({"type": "text", "text": turn.text})
+    for call in turn.tool_calls:
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.call_id or f"toolu_fake{next(counter)}",
+                "name": call.name,
+                "input": orjson.loads(call.arguments),
+            }
+        )
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if turn.tool_calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": turn.prompt_tokens - turn.cached_tokens,
+            "cache_read_input_tokens": turn.cached_tokens,
+            "cache_creation_input_tokens": 0,
+            "output_tokens": turn.completion_tokens,
+        },
+    }
+
+
+def responses_usage(turn: Turn) -> dict[str, Any]:
+    return {
+        "input_tokens": turn.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": turn.cached_tokens},
+        "output_tokens": turn.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": turn.reasoning_tokens},
+        "total_tokens": turn.prompt_tokens + turn.completion_tokens,
+    }
+
+
+def responses_output(turn: Turn, counter: itertools.count[int]) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = []
+    if turn.reasoning:
+        output.append(
+            {
+                "id": "rs_fake",
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": turn.reasoning}],
+                "encrypted_content": "openai-encrypted",
+            }
+        )
+    if turn.text:
+        output.append(
+            {
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+            }
+        )
+    for call in turn.tool_calls:
+        output.append(
+            {
+                "id": f"fc_{next(counter)}",
+                "type": "function_call",
+                "status": "completed",
+                "call_id": call.call_id or f"call_fake{next(counter)}",
+                "name": call.name,
+                "arguments": call.arguments,
+            }
+        )
+    return output
+
+
+def responses_stream(turn: Turn, model: str, counter: itertools.count[int]) -> list[bytes]:
+    """An OpenAI Responses stream for a turn."""
+    seq = itertools.count(1)
+    base = {"id": "resp_fake", "object": "response", "model": model, "status": "in_progress", "output": []}
+    events = [
+        _sse("response.created", {"type": "response.created", "sequence_number": next(seq), "response": base})
+    ]
+    output = responses_output(turn, counter)
+    for index, item in enumerate(output):
+        kind = item["type"]
+        skeleton = (
+            {**item, "summary": []}
+            if kind == "reasoning"
+            else {**item, "content": []}
+            if kind == "message"
+            else {**item, "arguments": ""}
+        )
+        events.append(
+            _sse(
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": skeleton,
+                },
+            )
+        )
+        if kind == "reasoning":
+            for piece in _pieces(turn.reasoning, turn.fragment):
+                events.append(
+                    _sse(
+                        "response.reasoning_summary_text.delta",
+                        {
+                            "type": "response.reasoning_summary_text.delta",
+                            "sequence_number": next(seq),
+                            "item_id": item["id"],
+                            "output_index": index,
+                            "summary_index": 0,
+                            "delta": piece,
+                        },
+                    )
+                )
+        elif kind == "message":
+            for piece in _pieces(turn.text, turn.fragment):
+                events.append(
+                    _sse(
+                        "response.output_text.delta",
+                        {
+                            "type": "response.output_text.delta",
+                            "sequence_number": next(seq),
+                            "item_id": item["id"],
+                            "output_index": index,
+                            "content_index": 0,
+                            "delta": piece,
+                        },
+                    )
+                )
+        else:
+            for piece in _pieces(item["arguments"], turn.fragment):
+                events.append(
+                    _sse(
+                        "response.function_call_arguments.delta",
+                        {
+                            "type": "response.function_call_arguments.delta",
+                            "sequence_number": next(seq),
+                            "item_id": item["id"],
+                            "output_index": index,
+                            "delta": piece,
+                        },
+                    )
+                )
+        events.append(
+            _sse(
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": item,
+                },
+            )
+        )
+    final = {**base, "status": "completed", "output": output, "usage": responses_usage(turn)}
+    events.append(
+        _sse(
+            "response.completed",
+            {"type": "response.completed", "sequence_number": next(seq), "response": final},
+        )
+    )
+    return events
+
+
+class FakeUpstream(FakeChatUpstream):
+    """One fake serving chat (`/v1/chat/completions`), Anthropic (`/v1/messages`) and Responses
+    (`/v1/responses`), each rendering the scripted turns in its own format."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"].endswith("/chat/completions"):
+            await super().__call__(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        self.received.append(Received(scope["path"], headers, body))
+        request = orjson.loads(body) if body else {}
+        answer = self.queue.pop(0) if self.queue else Turn(text="Hello from the fake upstream.")
+        if isinstance(answer, Turn):
+            model = request.get("model", "")
+            if scope["path"].endswith("/messages"):
+                if request.get("stream"):
+                    answer = Reply(200, anthropic_stream(answer, model, self.counter))
+                else:
+                    answer = Reply(
+                        200,
+                        [orjson.dumps(anthropic_message(answer, model, self.counter))],
+                        "application/json",
+                    )
+            elif request.get("stream"):
+                answer = Reply(200, responses_stream(answer, model, self.counter))
+            else:
+                body_out = {
+                    "id": "resp_fake",
+                    "object": "response",
+                    "model": model,
+                    "status": "completed",
+                    "output": responses_output(answer, self.counter),
+                    "usage": responses_usage(answer),
+                }
+                answer = Reply(200, [orjson.dumps(body_out)], "application/json")
+        await self._play(answer, send)

@@ -74,7 +74,7 @@ class InboundApi:
     name: str
     id_prefix: str
     request_to_ir: Callable[[Any], Request]
-    error_body: Callable[[int, str, str], bytes]
+    error_body: Callable[[int, str, str, str | None], bytes]
     error_headers: Callable[[int, str], Headers]
     response_body: Callable[[Response, Request, str], bytes]
     new_encoder: Callable[[Request, int, str], ClientEncoder]
@@ -114,6 +114,10 @@ def _anthropic_error_headers(status: int, request_id: str) -> Headers:
     return headers
 
 
+def _anthropic_error_body(status: int, message: str, request_id: str, param: str | None) -> bytes:
+    return anthropic_errors.error_body(status, message, request_id)
+
+
 def _anthropic_response_body(response: Response, request: Request, response_id: str) -> bytes:
     body = anthropic_response_from_ir(response)
     body["id"] = response_id
@@ -129,7 +133,7 @@ ANTHROPIC_INBOUND = InboundApi(
     name="anthropic",
     id_prefix="msg_",
     request_to_ir=anthropic_request_to_ir,
-    error_body=anthropic_errors.error_body,
+    error_body=_anthropic_error_body,
     error_headers=_anthropic_error_headers,
     response_body=_anthropic_response_body,
     new_encoder=_anthropic_encoder,
@@ -141,8 +145,8 @@ ANTHROPIC_INBOUND = InboundApi(
 # ---- OpenAI Chat Completions and Responses, inbound ---------------------------------------------
 
 
-def _openai_error_body(status: int, message: str, request_id: str) -> bytes:
-    return openai_errors.error_body(status, message)
+def _openai_error_body(status: int, message: str, request_id: str, param: str | None) -> bytes:
+    return openai_errors.error_body(status, message, param)
 
 
 def _openai_error_headers(status: int, request_id: str) -> Headers:

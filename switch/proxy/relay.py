@@ -141,7 +141,19 @@ class Relay:
         await self.handle(exchange, RESPONSES_INBOUND)
 
     async def handle(self, exchange: Exchange, inbound: InboundApi) -> None:
-        """Serve one call on `inbound`: parse, route, then pass through or translate."""
+        """Serve one call on `inbound`; a bug in switch becomes a 500 in the caller's format."""
+        try:
+            await self._handle(exchange, inbound)
+        except Exception:
+            log.exception("switch failed while serving %s %s", inbound.name, exchange.path)
+            message = "switch hit an internal error serving this call; see the switch log"
+            if exchange.status == 0:
+                await self._error(exchange, inbound, 500, message, new_id("req_"))
+            elif not exchange.finished:
+                await exchange.end_stream()
+            self._finish(Meter(exchange, inbound.name), "proxy_error", message)
+
+    async def _handle(self, exchange: Exchange, inbound: InboundApi) -> None:
         meter = Meter(exchange, inbound.name)
         request_id = new_id("req_")
         try:
@@ -151,7 +163,7 @@ class Relay:
             if previous:
                 request = self._with_previous(request, str(previous))
         except ClientRequestError as exc:
-            await self._error(exchange, inbound, exc.status, exc.message, request_id)
+            await self._error(exchange, inbound, exc.status, exc.message, request_id, param=exc.param)
             self._finish(meter, "rejected", exc.message)
             return
         meter.requested_model = request.model
@@ -198,11 +210,12 @@ class Relay:
         message: str,
         request_id: str,
         retry_after: str | None = None,
+        param: str | None = None,
     ) -> None:
         headers = inbound.error_headers(status, request_id)
         if retry_after:
             headers.append((b"retry-after", retry_after.encode("latin-1")))
-        await exchange.respond(status, inbound.error_body(status, message, request_id), headers)
+        await exchange.respond(status, inbound.error_body(status, message, request_id, param), headers)
 
     # ---- translated calls ----------------------------------------------------------------------
 

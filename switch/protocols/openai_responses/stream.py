@@ -174,9 +174,8 @@ class StreamEncoder:
 
     def tool_call_start(self, index: int, call_id: str, name: str) -> None:
         """Open a function_call or custom_tool_call item."""
-        self._call = (call_id, name, name in self.index.custom)
         self.tool_call_ids.append(call_id)
-        self._open(ItemState.TOOL)
+        self._open(ItemState.TOOL, (call_id, name, name in self.index.custom))
 
     def tool_call_delta(self, index: int, fragment: str) -> None:
         """Stream argument (or custom input) text of the open call."""
@@ -195,9 +194,10 @@ class StreamEncoder:
 
     # ---- items ---------------------------------------------------------------------------------
 
-    def _open(self, kind: ItemState) -> None:
+    def _open(self, kind: ItemState, call: tuple[str, str, bool] | None = None) -> None:
         self.start()
         self._close()
+        self._call = call
         self.state = kind
         self._texts = []
         output_index = len(self.output)
@@ -245,12 +245,12 @@ class StreamEncoder:
             assert self._call is not None
             call_id, name, custom = self._call
             self._item_id = ("ctc_" if custom else "fc_") + self._next_id()
-            call = ToolCallPart(call_id, name, "", "custom" if custom else "function")
+            skeleton = ToolCallPart(call_id, name, "", "custom" if custom else "function")
             self._emit(
                 "response.output_item.added",
                 {
                     "output_index": output_index,
-                    "item": call_item(self._item_id, call, self.index, "in_progress"),
+                    "item": call_item(self._item_id, skeleton, self.index, "in_progress"),
                 },
             )
             kind_name = (
