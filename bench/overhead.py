@@ -149,9 +149,7 @@ async def paired(
     return summary
 
 
-async def throughput(
-    port: int, path: str, body: bytes, marker: bytes, concurrency: int, seconds: float
-) -> float:
+async def throughput(port: int, path: str, body: bytes, marker: bytes, concurrency: int, seconds: float) -> float:
     deadline = time.perf_counter() + seconds
     done = 0
 
@@ -222,12 +220,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 args.requests,
             )
         body = orjson.dumps(claude_code_request(stream=True))
-        rps_proxy = await throughput(
-            proxy_port, "/v1/messages", body, b"text_delta", args.concurrency, args.seconds
-        )
-        print(
-            f"streamed requests/s through the proxy at {args.concurrency} concurrent clients: {rps_proxy:.0f}"
-        )
+        rps_proxy = await throughput(proxy_port, "/v1/messages", body, b"text_delta", args.concurrency, args.seconds)
+        print(f"streamed requests/s through the proxy at {args.concurrency} concurrent clients: {rps_proxy:.0f}")
         results["rps_streamed"] = rps_proxy
         results["proxy_rss_mb"] = rss_mb(proxy.pid)
         print(f"proxy RSS after the run: {results['proxy_rss_mb']:.1f} MB")
@@ -240,9 +234,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0)

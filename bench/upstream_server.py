@@ -23,8 +23,7 @@ def _event(extra: dict[str, Any]) -> bytes:
 
 
 STREAM_CHUNKS = [
-    _event({"choices": [{"index": 0, "delta": {"content": f"tok{i} "}, "finish_reason": None}]})
-    for i in range(CHUNKS)
+    _event({"choices": [{"index": 0, "delta": {"content": f"tok{i} "}, "finish_reason": None}]}) for i in range(CHUNKS)
 ]
 STREAM_TAIL = [
     _event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
@@ -47,9 +46,7 @@ COMPLETION = orjson.dumps(
         "object": "chat.completion",
         "created": 1,
         "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "ok " * 50}, "finish_reason": "stop"}
-        ],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok " * 50}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 13000, "completion_tokens": 100, "total_tokens": 13100},
     }
 )

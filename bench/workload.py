@@ -23,9 +23,7 @@ _PROSE = (
 
 def _restore(value: Any) -> Any:
     if isinstance(value, str):
-        return _ELIDED.sub(
-            lambda m: " " + (_PROSE * (int(m.group(1)) // len(_PROSE) + 1))[: int(m.group(1))], value
-        )
+        return _ELIDED.sub(lambda m: " " + (_PROSE * (int(m.group(1)) // len(_PROSE) + 1))[: int(m.group(1))], value)
     if isinstance(value, list):
         return [_restore(item) for item in value]
     if isinstance(value, dict):

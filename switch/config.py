@@ -28,6 +28,8 @@ from switch import locations
 from switch.errors import ConfigError
 
 Api = Literal["openai-chat", "anthropic", "openai-responses", "litellm"]
+FallbackTrigger = Literal["connect", "timeout", "5xx", "429", "no_key"]
+FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = ("connect", "timeout", "5xx", "429", "no_key")
 NATIVE = "native"
 
 
@@ -42,9 +44,7 @@ class Provider(BaseModel):
     """Base URL; chat and responses paths are appended to it, Anthropic's `/v1/messages` too."""
     api_key_env: str | None = None
     """Environment variable holding the key; else the key stored with `switch keys set NAME`."""
-    reasoning_style: Literal["reasoning_effort", "chat_template_args", "thinking", "none"] = (
-        "reasoning_effort"
-    )
+    reasoning_style: Literal["reasoning_effort", "chat_template_args", "thinking", "none"] = "reasoning_effort"
     """How the provider takes a reasoning request on chat completions."""
     reasoning_field: str = "reasoning_content"
     """Message field that carries reasoning back to the provider (vLLM ≥ 0.16 wants `reasoning`)."""
@@ -84,6 +84,19 @@ class Server(BaseModel):
     access_token: str | None = None
 
 
+class Routing(BaseModel):
+    """How calls move between a route's targets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fallback_on: list[FallbackTrigger] = Field(default_factory=lambda: list(FALLBACK_TRIGGERS))
+    """Failures (before any byte reached the client) that move a call to the route's next target."""
+    ttft_timeout: float = 30.0
+    """Seconds to wait for an upstream's first byte before trying the next target."""
+    affinity: Literal["session", "none"] = "session"
+    """Keep each harness session (and agent) on the target it started with."""
+
+
 class Defaults(BaseModel):
     """Routing defaults used until a preset says otherwise."""
 
@@ -99,6 +112,7 @@ class Settings(BaseModel):
 
     server: Server = Field(default_factory=Server)
     defaults: Defaults = Field(default_factory=Defaults)
+    routing: Routing = Field(default_factory=Routing)
     providers: dict[str, Provider] = Field(default_factory=dict)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
 

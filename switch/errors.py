@@ -37,9 +37,7 @@ class KeyMissingError(SwitchError):
 
     def __init__(self, provider: str, env_var: str | None) -> None:
         where = (
-            f"set {env_var} or run `switch keys set {provider}`"
-            if env_var
-            else (f"run `switch keys set {provider}`")
+            f"set {env_var} or run `switch keys set {provider}`" if env_var else (f"run `switch keys set {provider}`")
         )
         super().__init__(f"no API key for provider '{provider}': {where}")
         self.provider = provider

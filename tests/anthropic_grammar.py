@@ -44,9 +44,7 @@ def assert_valid_anthropic_stream(stream: bytes, *, allow_error: bool = False) -
             assert payload["index"] == open_index, "delta for a block that is not open"
             block = blocks[payload["index"]]
             delta = payload["delta"]
-            assert delta["type"] in DELTA_FOR_BLOCK[block["type"]], (
-                f"{delta['type']} in a {block['type']} block"
-            )
+            assert delta["type"] in DELTA_FOR_BLOCK[block["type"]], f"{delta['type']} in a {block['type']} block"
             if delta["type"] == "text_delta":
                 block["text"] += delta["text"]
             elif delta["type"] == "thinking_delta":

@@ -21,9 +21,7 @@ def assert_valid_chat_request(body: dict[str, Any]) -> None:
             assert "x-anthropic-billing-header" not in message["content"]
         if role == "tool":
             assert message["tool_call_id"] in pending_calls, "tool result without a matching call"
-            assert isinstance(message["content"], str) and message["content"], (
-                "tool content must be non-empty"
-            )
+            assert isinstance(message["content"], str) and message["content"], "tool content must be non-empty"
             pending_calls.discard(message["tool_call_id"])
         else:
             assert not pending_calls, f"tool calls {pending_calls} unanswered before message {index}"

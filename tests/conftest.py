@@ -190,9 +190,7 @@ def multi_proxy(
     monkeypatch.setenv("FAKE_RESPONSES_KEY", "sk-fake-responses-key")
 
     def start(upstream_api: str) -> Proxy:
-        proxy = start_proxy(
-            MULTI_CONFIG.format(model=UPSTREAM_MODELS[upstream_api], url=url), read_timeout=5.0
-        )
+        proxy = start_proxy(MULTI_CONFIG.format(model=UPSTREAM_MODELS[upstream_api], url=url), read_timeout=5.0)
         proxy.upstream = fake
         return proxy
 

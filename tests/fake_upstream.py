@@ -70,9 +70,7 @@ def _pieces(text: str, size: int) -> list[str]:
 def chat_chunks(turn: Turn, model: str, counter: itertools.count[int]) -> list[dict[str, Any]]:
     """The chunk objects of a streamed answer."""
     base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model}
-    chunks: list[dict[str, Any]] = [
-        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
-    ]
+    chunks: list[dict[str, Any]] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
     for piece in _pieces(turn.reasoning, turn.fragment):
         chunks.append({**base, "choices": [{"index": 0, "delta": {"reasoning_content": piece}}]})
     for piece in _pieces(turn.text, turn.fragment):
@@ -281,9 +279,7 @@ class FakeAnthropicUpstream:
                 "stop_sequence": None,
                 "usage": {"input_tokens": 11, "output_tokens": 3, "cache_read_input_tokens": 0},
             }
-            reply = Reply(
-                200, [orjson.dumps(message_body)], "application/json", headers={"request-id": "req_native"}
-            )
+            reply = Reply(200, [orjson.dumps(message_body)], "application/json", headers={"request-id": "req_native"})
         headers_out = [(b"content-type", reply.content_type.encode())]
         headers_out += [(k.encode(), v.encode()) for k, v in reply.headers.items()]
         await send({"type": "http.response.start", "status": reply.status, "headers": headers_out})
@@ -382,9 +378,7 @@ def anthropic_stream(turn: Turn, model: str, counter: itertools.count[int]) -> l
             "input": {},
         }
         events.append(
-            _sse(
-                "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
-            )
+            _sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
         )
         for piece in _pieces(call.arguments, turn.fragment):
             events.append(
@@ -497,9 +491,7 @@ def responses_stream(turn: Turn, model: str, counter: itertools.count[int]) -> l
     """An OpenAI Responses stream for a turn."""
     seq = itertools.count(1)
     base = {"id": "resp_fake", "object": "response", "model": model, "status": "in_progress", "output": []}
-    events = [
-        _sse("response.created", {"type": "response.created", "sequence_number": next(seq), "response": base})
-    ]
+    events = [_sse("response.created", {"type": "response.created", "sequence_number": next(seq), "response": base})]
     output = responses_output(turn, counter)
     for index, item in enumerate(output):
         kind = item["type"]

@@ -20,9 +20,7 @@ class _QuietServer(uvicorn.Server):
 @contextmanager
 def serve(app: Any) -> Iterator[str]:
     """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto"
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto")
     server = _QuietServer(config)
 
     def run() -> None:

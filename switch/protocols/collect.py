@@ -69,9 +69,7 @@ class ResponseCollector:
             else:
                 call_id, name, fragments = self._calls[index]
                 parts.append(ToolCallPart(call_id, name, "".join(fragments)))
-        return Response(
-            response_id, model, tuple(parts), self.stop_reason, self.final_usage, self.stop_sequence
-        )
+        return Response(response_id, model, tuple(parts), self.stop_reason, self.final_usage, self.stop_sequence)
 
 
 def replay(response: Response, sink: StreamSink) -> None:

@@ -76,9 +76,7 @@ def unwrap_response(response: Response, index: ToolIndex) -> Response:
         if isinstance(part, ToolCallPart) and (part.name in index.custom or part.name in index.namespaces):
             namespace, _ = index.split(part.name)
             if part.name in index.custom:
-                part = ToolCallPart(
-                    part.call_id, part.name, unwrap_custom_input(part.arguments), "custom", namespace
-                )
+                part = ToolCallPart(part.call_id, part.name, unwrap_custom_input(part.arguments), "custom", namespace)
             else:
                 part = ToolCallPart(part.call_id, part.name, part.arguments, part.kind, namespace)
         parts.append(part)

@@ -68,9 +68,7 @@ def create_app(
                 body = {"max_tokens": 1, **body}
             request = anthropic_request_to_ir(body)
         except ClientRequestError as exc:
-            await exchange.respond(
-                exc.status, anthropic_errors.error_body(exc.status, exc.message, "req_local")
-            )
+            await exchange.respond(exc.status, anthropic_errors.error_body(exc.status, exc.message, "req_local"))
             return
         await exchange.respond(200, orjson.dumps({"input_tokens": estimate_input_tokens(request)}))
 

@@ -51,6 +51,7 @@ class Exchange:
         "disconnected",
         "last_send",
         "finished",
+        "route",
     )
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -68,6 +69,7 @@ class Exchange:
         self.disconnected = False
         self.last_send = 0.0
         self.finished = False
+        self.route = b""
 
     @property
     def path(self) -> str:
@@ -78,9 +80,7 @@ class Exchange:
         """Read the whole request body, refusing more than `limit` bytes with a 413."""
         declared = self.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise ClientRequestError(
-                f"request body of {declared} bytes exceeds the {limit}-byte limit", status=413
-            )
+            raise ClientRequestError(f"request body of {declared} bytes exceeds the {limit}-byte limit", status=413)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -99,14 +99,14 @@ class Exchange:
         self.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         return self.body
 
-    async def respond(
-        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
-    ) -> None:
+    async def respond(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         """Send a complete response."""
         self.status = status
         self.response_bytes = len(body)
         all_headers = list(headers) if headers else list(JSON_HEADERS)
         all_headers.append((b"content-length", str(len(body)).encode()))
+        if self.route:
+            all_headers.append((b"x-switch-route", self.route))
         await self.send({"type": "http.response.start", "status": status, "headers": all_headers})
         await self.send({"type": "http.response.body", "body": body, "more_body": False})
         self.finished = True
@@ -116,6 +116,8 @@ class Exchange:
         self.status = status
         self.streaming = True
         self.last_send = time.perf_counter()
+        if self.route:
+            headers = [*headers, (b"x-switch-route", self.route)]
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def send_chunk(self, data: bytes) -> None:

@@ -26,9 +26,7 @@ def _host_name(host: str) -> str:
 class Guard:
     """ASGI middleware applying the checks above before any endpoint runs."""
 
-    def __init__(
-        self, app: Any, extra_hosts: frozenset[str] = frozenset(), access_token: str | None = None
-    ) -> None:
+    def __init__(self, app: Any, extra_hosts: frozenset[str] = frozenset(), access_token: str | None = None) -> None:
         self.app = app
         self.allowed_hosts = LOOPBACK_HOSTS | extra_hosts
         self.access_token = access_token
@@ -53,9 +51,7 @@ class Guard:
         if origin is not None:
             await _refuse(send, 403, "browser requests (with an Origin header) are not accepted")
             return
-        if self.access_token is not None and not (
-            token is not None and hmac.compare_digest(token, self.access_token)
-        ):
+        if self.access_token is not None and not (token is not None and hmac.compare_digest(token, self.access_token)):
             await _refuse(send, 401, "missing or wrong x-switch-token")
             return
         await self.app(scope, receive, send)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,7 +23,8 @@ from switch.ledger.record import CallRecord, Outcome, RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.stream import StreamFormatError
 from switch.protocols.collect import ResponseCollector, replay
-from switch.protocols.ir import Message, ReasoningPart, Request, Response, StreamSink, ToolCallPart, Usage
+from switch.protocols.ir import Message, Reasoning, ReasoningPart, Request, Response, StreamSink, ToolCallPart, Usage
+from switch.protocols.openai_chat import errors as openai_errors
 from switch.protocols.openai_responses.response import response_to_ir as responses_response_to_ir
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
@@ -38,6 +40,8 @@ from switch.proxy.adapters import (
 from switch.proxy.exchange import Exchange, new_id
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
 from switch.proxy.upstream import UpstreamPool, UpstreamResponse
+from switch.routing.classify import classify
+from switch.routing.presets import PresetManager, TargetOptions
 from switch.routing.resolve import Target, resolve_target
 
 log = logging.getLogger("switch.relay")
@@ -77,9 +81,35 @@ class Meter:
     first_token_at: float | None = None
     error: str | None = None
     session_id: str | None = None
+    agent_id: str | None = None
+    attempt: int = 0
+    trigger: str | None = None
     harness: str = "other"
     role: str = "orchestrator"
     preset: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An attempt that failed before any byte reached the client, so the next target may serve."""
+
+    status: int
+    message: str
+    outcome: Outcome
+    trigger: str
+    retry_after: str | None = None
+
+
+def _trigger(error: UpstreamError) -> str:
+    return "timeout" if error.kind == "timeout" else "connect"
+
+
+def _status_trigger(status: int) -> str | None:
+    if status >= 500:
+        return "5xx"
+    if status == 429:
+        return "429"
+    return None
 
 
 def _failure_status(error: UpstreamError) -> tuple[int, Outcome]:
@@ -94,6 +124,24 @@ def _failure_status(error: UpstreamError) -> tuple[int, Outcome]:
 
 def _scrub(text: str, key: str | None) -> str:
     return text.replace(key, "***") if key and key in text else text
+
+
+def _with_options(request: Request, options: TargetOptions) -> Request:
+    """Apply a preset's per-target reasoning and output-cap options to a request."""
+    reasoning = request.reasoning
+    if options.reasoning == "off":
+        reasoning = Reasoning(False)
+    elif options.reasoning != "follow":
+        reasoning = Reasoning(options.reasoning != "none", options.reasoning)  # type: ignore[arg-type]
+    cap = options.max_output_tokens
+    limit = min(request.max_output_tokens or cap, cap) if cap else request.max_output_tokens
+    if reasoning is request.reasoning and limit == request.max_output_tokens:
+        return request
+    return replace(request, reasoning=reasoning, max_output_tokens=limit)
+
+
+def _native_error_message(raw: bytes) -> str:
+    return openai_errors.message_of(raw)
 
 
 def _parts_of_output(output: list[dict[str, Any]]) -> tuple[Any, ...]:
@@ -112,10 +160,17 @@ def _parse_json(raw: bytes) -> Any:
 class Relay:
     """Serves each inbound API by forwarding or translating to the routed upstream."""
 
-    def __init__(self, settings: Settings, pool: UpstreamPool, sink: RecordSink | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        pool: UpstreamPool,
+        sink: RecordSink | None = None,
+        presets: PresetManager | None = None,
+    ) -> None:
         self.settings = settings
         self.pool = pool
         self.sink = sink
+        self.presets = presets or PresetManager(set(settings.providers), settings.defaults.model)
         self.reasoning = ReasoningCache()
         self.keys = KeyCache()
         self.responses = ResponseStore()
@@ -158,7 +213,8 @@ class Relay:
         request_id = new_id("req_")
         try:
             raw = await exchange.read_body(self.settings.server.max_body_bytes)
-            request = inbound.request_to_ir(_parse_json(raw))
+            body = _parse_json(raw)
+            request = inbound.request_to_ir(body)
             previous = request.provider_data.get("previous_response_id")
             if previous:
                 request = self._with_previous(request, str(previous))
@@ -166,26 +222,53 @@ class Relay:
             await self._error(exchange, inbound, exc.status, exc.message, request_id, param=exc.param)
             self._finish(meter, "rejected", exc.message)
             return
+        info = classify(exchange.headers, body)
+        preset = self.presets.active
         meter.requested_model = request.model
         meter.streamed = request.stream
-        meter.session_id = exchange.headers.get("x-claude-code-session-id")
-        try:
-            target = self._resolve(self.settings.defaults.model, inbound)
-        except RoutingError as exc:
-            await self._error(exchange, inbound, 500, exc.message, request_id)
-            self._finish(meter, "proxy_error", exc.message)
-            return
-        meter.target = target
-        if target.native and target.api == inbound.name:
-            await self._passthrough(exchange, inbound, target, meter, request_id)
-            return
-        upstream = UPSTREAMS.get(target.api)
-        if upstream is None:
-            message = f"upstream API '{target.api}' cannot serve {inbound.name} requests yet"
-            await self._error(exchange, inbound, 501, message, request_id)
-            self._finish(meter, "proxy_error", message)
-            return
-        await self._translate(exchange, inbound, upstream, request, target, meter, request_id)
+        meter.session_id = info.session_id
+        meter.agent_id = info.agent_id
+        meter.harness = info.harness
+        meter.role = info.role
+        meter.preset = preset.name
+        chain = preset.chain(info.harness, info.role, info.family)
+        trigger: str | None = None
+        for attempt, reference in enumerate(chain):
+            try:
+                target = self._resolve(reference, inbound)
+            except RoutingError as exc:
+                await self._error(exchange, inbound, 500, exc.message, request_id)
+                self._finish(meter, "proxy_error", exc.message)
+                return
+            attempt_meter = replace(meter, target=target, attempt=attempt, trigger=trigger, usage=Usage())
+            exchange.route = f"{preset.name}; role={info.role}; model={reference}".encode()
+            log.debug(
+                "route %s %s role=%s preset=%s attempt=%d -> %s",
+                info.harness,
+                inbound.name,
+                info.role,
+                preset.name,
+                attempt,
+                reference,
+            )
+            can_fall_back = attempt + 1 < len(chain)
+            options = preset.options(reference)
+            if target.native and target.api == inbound.name:
+                failure = await self._passthrough(exchange, inbound, target, attempt_meter, request_id, can_fall_back)
+            else:
+                upstream = UPSTREAMS.get(target.api)
+                if upstream is None:
+                    message = f"upstream API '{target.api}' cannot serve {inbound.name} requests"
+                    await self._error(exchange, inbound, 501, message, request_id)
+                    self._finish(attempt_meter, "proxy_error", message)
+                    return
+                routed = _with_options(request, options)
+                failure = await self._translate(
+                    exchange, inbound, upstream, routed, target, attempt_meter, request_id, can_fall_back
+                )
+            if failure is None:
+                return
+            trigger = failure.trigger
 
     def _with_previous(self, request: Request, previous_id: str) -> Request:
         history = self.responses.get(previous_id)
@@ -228,67 +311,81 @@ class Relay:
         target: Target,
         meter: Meter,
         request_id: str,
-    ) -> None:
+        can_fall_back: bool = False,
+    ) -> Failure | None:
         key = self.keys.get(target.provider, target.api_key_env)
         if not key:
             missing = KeyMissingError(target.provider, target.api_key_env)
-            await self._error(exchange, inbound, 401, missing.message, request_id)
-            self._finish(meter, "rejected", missing.message)
-            return
+            return await self._fail(
+                exchange, inbound, meter, request_id, Failure(401, missing.message, "rejected", "no_key"), can_fall_back
+            )
         try:
             body = upstream.request_body(request, target, self.reasoning.get)
         except ClientRequestError as exc:
-            await self._error(exchange, inbound, exc.status, exc.message, request_id)
+            await self._error(exchange, inbound, exc.status, exc.message, request_id, param=exc.param)
             self._finish(meter, "rejected", exc.message)
-            return
+            return None
         url = target.base_url + upstream.path
         try:
             response = await self.pool.request("POST", url, upstream.auth_headers(key, request.stream), body)
         except UpstreamError as exc:
             status, outcome = _failure_status(exc)
-            message = f"upstream {target.provider}: {exc.message}"
-            await self._error(exchange, inbound, status, message, request_id)
-            self._finish(meter, outcome, message)
-            return
+            failure = Failure(status, f"upstream {target.provider}: {exc.message}", outcome, _trigger(exc))
+            return await self._fail(exchange, inbound, meter, request_id, failure, can_fall_back)
         try:
             if response.status_code >= 400:
-                await self._upstream_status_error(
-                    exchange, inbound, upstream, response, target, meter, request_id, key
+                failure = await self._status_failure(upstream.error_message, response, target, key)
+                return await self._fail(exchange, inbound, meter, request_id, failure, can_fall_back)
+            if can_fall_back and not await response.wait_body(self.settings.routing.ttft_timeout):
+                failure = Failure(
+                    504,
+                    f"upstream {target.provider} sent nothing within the time-to-first-token limit",
+                    "transport_error",
+                    "timeout",
                 )
-                return
+                return await self._fail(exchange, inbound, meter, request_id, failure, can_fall_back)
             index = ToolIndex.of(request.tools)
             is_sse = "text/event-stream" in response.headers.get("content-type", "")
             if request.stream:
-                await self._stream(
-                    exchange, inbound, upstream, request, response, is_sse, index, meter, request_id
-                )
+                await self._stream(exchange, inbound, upstream, request, response, is_sse, index, meter, request_id)
             else:
                 await self._complete(
                     exchange, inbound, upstream, request, response, is_sse, index, meter, request_id, key
                 )
         finally:
             response.close()
+        return None
 
-    async def _upstream_status_error(
+    async def _fail(
         self,
         exchange: Exchange,
         inbound: InboundApi,
-        upstream: UpstreamApi,
-        response: UpstreamResponse,
-        target: Target,
         meter: Meter,
         request_id: str,
-        key: str,
-    ) -> None:
+        failure: Failure,
+        can_fall_back: bool,
+    ) -> Failure | None:
+        """Record a failed attempt; answer the client unless the next target may serve instead."""
+        if can_fall_back and failure.trigger in self.settings.routing.fallback_on:
+            log.info("falling back after %s: %s", failure.trigger, failure.message)
+            self._finish(meter, failure.outcome, failure.message, status=failure.status)
+            return failure
+        await self._error(exchange, inbound, failure.status, failure.message, request_id, failure.retry_after)
+        self._finish(meter, failure.outcome, failure.message)
+        return None
+
+    async def _status_failure(
+        self, error_message: Callable[[bytes], str], response: UpstreamResponse, target: Target, key: str | None
+    ) -> Failure:
         status = response.status_code
         try:
             raw = await response.read(1 << 20)
         except UpstreamError:
             raw = b""
-        message = _scrub(upstream.error_message(raw), key)
+        message = _scrub(error_message(raw), key)
         text = f"upstream {target.provider} returned {status}: {message}"
-        await self._error(exchange, inbound, status, text, request_id, response.headers.get("retry-after"))
-        self._finish(meter, "upstream_error", text)
+        trigger = _status_trigger(status) or "status"
+        return Failure(status, text, "upstream_error", trigger, response.headers.get("retry-after"))
 
     async def _complete(
         self,
@@ -413,9 +510,7 @@ class Relay:
                 meter.error = exc.message
             else:
                 status, outcome = 502, "incomplete_stream"
-                meter.error = (
-                    str(exc) if isinstance(exc, StreamFormatError) else "upstream sent malformed JSON"
-                )
+                meter.error = str(exc) if isinstance(exc, StreamFormatError) else "upstream sent malformed JSON"
             encoder.fail(status, meter.error)
         finally:
             pinger.cancel()
@@ -457,8 +552,14 @@ class Relay:
     # ---- native pass-through -------------------------------------------------------------------
 
     async def _passthrough(
-        self, exchange: Exchange, inbound: InboundApi, target: Target, meter: Meter, request_id: str
-    ) -> None:
+        self,
+        exchange: Exchange,
+        inbound: InboundApi,
+        target: Target,
+        meter: Meter,
+        request_id: str,
+        can_fall_back: bool = False,
+    ) -> Failure | None:
         headers = [
             (name, value)
             for name, value in exchange.headers.items()
@@ -487,17 +588,29 @@ class Relay:
         try:
             response = await self.pool.request("POST", url, headers, body)
         except UpstreamError as exc:
-            status, failure = _failure_status(exc)
-            message = f"upstream {target.provider}: {exc.message}"
-            await self._error(exchange, inbound, status, message, request_id)
-            self._finish(meter, failure, message)
-            return
+            status, outcome_of_error = _failure_status(exc)
+            failure = Failure(status, f"upstream {target.provider}: {exc.message}", outcome_of_error, _trigger(exc))
+            return await self._fail(exchange, inbound, meter, request_id, failure, can_fall_back)
+        if can_fall_back:
+            trigger = _status_trigger(response.status_code)
+            if trigger in self.settings.routing.fallback_on:
+                failure = await self._status_failure(_native_error_message, response, target, None)
+                response.close()
+                return await self._fail(exchange, inbound, meter, request_id, failure, can_fall_back)
+            if not await response.wait_body(self.settings.routing.ttft_timeout):
+                response.close()
+                failure = Failure(
+                    504,
+                    f"upstream {target.provider} sent nothing within the time-to-first-token limit",
+                    "transport_error",
+                    "timeout",
+                )
+                return await self._fail(exchange, inbound, meter, request_id, failure, can_fall_back)
         response.decode_content(False)
         response_headers = [
             (name.encode("latin-1"), value.encode("latin-1"))
             for name, value in response.headers.items()
-            if name in _FORWARDED_RESPONSE_HEADERS
-            or name.startswith(("anthropic-", "openai-", "x-ratelimit-"))
+            if name in _FORWARDED_RESPONSE_HEADERS or name.startswith(("anthropic-", "openai-", "x-ratelimit-"))
         ]
         sniffer = None
         if "content-encoding" not in response.headers:
@@ -539,10 +652,11 @@ class Relay:
             if outcome == "completed" and sniffer.is_sse and sniffer.seen_events and not sniffer.ended:
                 outcome = "incomplete_stream"
         self._finish(meter, outcome)
+        return None
 
     # ---- records -------------------------------------------------------------------------------
 
-    def _finish(self, meter: Meter, outcome: Outcome, error: str | None = None) -> None:
+    def _finish(self, meter: Meter, outcome: Outcome, error: str | None = None, status: int | None = None) -> None:
         if self.sink is None:
             return
         exchange = meter.exchange
@@ -563,8 +677,11 @@ class Relay:
             upstream_api=target.api if target else "",
             streamed=meter.streamed,
             outcome=outcome,
-            http_status=exchange.status,
+            http_status=status if status is not None else exchange.status,
             session_id=meter.session_id,
+            agent_id=meter.agent_id,
+            fallback_attempt=meter.attempt,
+            fallback_trigger=meter.trigger,
             stop_reason=meter.stop_reason,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
@@ -589,9 +706,7 @@ class UsageSniffer:
     `strip_usage`, a chat usage-only chunk the client did not ask for is removed from the stream.
     """
 
-    def __init__(
-        self, inbound: InboundApi, is_sse: bool, strip_usage: bool = False, limit: int = 16 << 20
-    ) -> None:
+    def __init__(self, inbound: InboundApi, is_sse: bool, strip_usage: bool = False, limit: int = 16 << 20) -> None:
         self.inbound = inbound
         self.is_sse = is_sse
         self.strip_usage = strip_usage
@@ -669,11 +784,7 @@ class UsageSniffer:
                         self.usage_seen = True
                         return self.strip_usage and not payload.get("choices")
             return False
-        if (
-            b'"response.completed"' in data
-            or b'"response.incomplete"' in data
-            or b'"response.failed"' in data
-        ):
+        if b'"response.completed"' in data or b'"response.incomplete"' in data or b'"response.failed"' in data:
             payload = _loads(data)
             if payload is not None:
                 self.ended = True

@@ -197,6 +197,27 @@ class UpstreamResponse:
         else:
             self.loop.call_at(self.last_activity + self.read_timeout, self._headers_timeout)
 
+    async def wait_body(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the first body bytes (or the end); False on timeout."""
+        if self._chunks or self.complete or self._error is not None:
+            return True
+        waiter = self._waiter = self.loop.create_future()
+        timed_out = False
+
+        def expire() -> None:
+            nonlocal timed_out
+            if not waiter.done():
+                timed_out = True
+                waiter.set_result(None)
+
+        handle = self.loop.call_later(timeout, expire)
+        try:
+            await waiter
+        finally:
+            handle.cancel()
+            self._waiter = None
+        return not timed_out
+
     def decode_content(self, enabled: bool) -> None:
         """Whether `chunks()` yields decompressed bytes (default: yes, for gzip and deflate)."""
         if not enabled:
@@ -218,9 +239,7 @@ class UpstreamResponse:
                     try:
                         data = self._inflate.decompress(data)
                     except zlib.error as exc:
-                        raise UpstreamError(
-                            "upstream sent a corrupt compressed body", kind="protocol"
-                        ) from exc
+                        raise UpstreamError("upstream sent a corrupt compressed body", kind="protocol") from exc
                     if not data:
                         continue
                 yield data

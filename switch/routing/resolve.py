@@ -28,9 +28,7 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
     if reference == NATIVE:
         provider_name = "anthropic" if native_api == "anthropic" else "openai"
         provider = settings.providers[provider_name]
-        return Target(
-            reference, provider_name, native_api, provider.base_url.rstrip("/"), "", True, None, None
-        )
+        return Target(reference, provider_name, native_api, provider.base_url.rstrip("/"), "", True, None, None)
     provider_name, sep, model = reference.partition("/")
     if not sep or not model:
         raise RoutingError(f"model reference '{reference}' must look like 'provider/model' or 'native'")
@@ -46,9 +44,7 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
             model=model,
             reasoning_style=provider.reasoning_style,
             reasoning_field=provider.reasoning_field,
-            effort_levels=tuple(knobs.effort_levels)
-            if knobs.effort_levels is not None
-            else ("low", "medium", "high"),
+            effort_levels=tuple(knobs.effort_levels) if knobs.effort_levels is not None else ("low", "medium", "high"),
             max_output_tokens=knobs.max_output_tokens,
             fixed_sampling=bool(knobs.fixed_sampling),
             send_user=provider.send_user,

@@ -26,21 +26,11 @@ UPSTREAM = b"".join(
         chunk({"reasoning_content": "Thinking über "}),
         chunk({"reasoning": "café"}),
         chunk({"content": "Result: 😀"}),
-        chunk(
-            {
-                "tool_calls": [
-                    {"index": 0, "id": "functions.Bash:0", "function": {"name": "Bash", "arguments": ""}}
-                ]
-            }
-        ),
+        chunk({"tool_calls": [{"index": 0, "id": "functions.Bash:0", "function": {"name": "Bash", "arguments": ""}}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"command": '}}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"ls é"}'}}]}),
         chunk(
-            {
-                "tool_calls": [
-                    {"index": 1, "id": "functions.Read:1", "function": {"name": "Read", "arguments": "{}"}}
-                ]
-            }
+            {"tool_calls": [{"index": 1, "id": "functions.Read:1", "function": {"name": "Read", "arguments": "{}"}}]}
         ),
         chunk({}, "tool_calls"),
         chunk(
@@ -120,13 +110,7 @@ def test_length_finish_is_max_tokens() -> None:
 
 def test_tool_call_before_text_opens_blocks_in_order() -> None:
     upstream = (
-        chunk(
-            {
-                "tool_calls": [
-                    {"index": 0, "id": "functions.Glob:0", "function": {"name": "Glob", "arguments": "{}"}}
-                ]
-            }
-        )
+        chunk({"tool_calls": [{"index": 0, "id": "functions.Glob:0", "function": {"name": "Glob", "arguments": "{}"}}]})
         + chunk({"content": "after the call"})
         + chunk({}, "tool_calls")
         + b"data: [DONE]\n\n"

@@ -22,9 +22,7 @@ def test_claude_code_capture_completes_through_proxy(kimi_proxy: Proxy, name: st
     )
     headers = {k: v for k, v in capture["headers"] if k.lower() not in SKIPPED_HEADERS}
     query = "?" + "&".join(f"{k}={v[0]}" for k, v in capture["query"].items()) if capture["query"] else ""
-    response = httpx.post(
-        kimi_proxy.url + capture["path"] + query, json=capture["body"], headers=headers, timeout=20
-    )
+    response = httpx.post(kimi_proxy.url + capture["path"] + query, json=capture["body"], headers=headers, timeout=20)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     blocks = assert_valid_anthropic_stream(response.content)

@@ -55,9 +55,7 @@ def test_chat_openai_tool_call(kimi_proxy: Proxy, use_responses_api: bool, strea
     assert [(c["name"], c["args"]) for c in first.tool_calls] == [("get_weather", {"city": "Rome"})]
     assert second.text == "It is sunny in Rome."
     assert kimi_proxy.upstream is not None
-    assert (
-        kimi_proxy.upstream.received[1].json["messages"][1]["reasoning_content"] == "Weather needs the tool."
-    )
+    assert kimi_proxy.upstream.received[1].json["messages"][1]["reasoning_content"] == "Weather needs the tool."
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -76,6 +74,4 @@ def test_chat_anthropic_tool_call(kimi_proxy: Proxy, streaming: bool) -> None:
     assert [(c["name"], c["args"]) for c in first.tool_calls] == [("get_weather", {"city": "Rome"})]
     assert second.text == "It is sunny in Rome."
     assert kimi_proxy.upstream is not None
-    assert (
-        kimi_proxy.upstream.received[1].json["messages"][1]["reasoning_content"] == "Weather needs the tool."
-    )
+    assert kimi_proxy.upstream.received[1].json["messages"][1]["reasoning_content"] == "Weather needs the tool."

@@ -25,9 +25,7 @@ def client(proxy: Proxy, **kwargs: object) -> anthropic.Anthropic:
 
 def test_non_streaming_text_and_usage(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
-    kimi_proxy.upstream.script(
-        Turn(text="Hi there!", prompt_tokens=100, cached_tokens=40, completion_tokens=7)
-    )
+    kimi_proxy.upstream.script(Turn(text="Hi there!", prompt_tokens=100, cached_tokens=40, completion_tokens=7))
     message = client(kimi_proxy).messages.create(
         model="claude-opus-5-5", max_tokens=1000, messages=[{"role": "user", "content": "say hi"}]
     )
@@ -78,27 +76,21 @@ def test_two_turn_tool_loop_carries_reasoning_and_ids(kimi_proxy: Proxy) -> None
     )
     sdk = client(kimi_proxy)
     messages: list[dict[str, object]] = [{"role": "user", "content": "what files are here?"}]
-    with sdk.messages.stream(
-        model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages
-    ) as stream:  # type: ignore[arg-type]
+    with sdk.messages.stream(model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages) as stream:  # type: ignore[arg-type]
         first = stream.get_final_message()
     assert first.stop_reason == "tool_use"
     tool_use = next(block for block in first.content if block.type == "tool_use")
     assert tool_use.name == "Bash"
     assert tool_use.input == {"command": "ls -la"}
     assert tool_use.id.startswith("swt_") and ":" not in tool_use.id and "." not in tool_use.id
-    messages.append(
-        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]}
-    )
+    messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]})
     messages.append(
         {
             "role": "user",
             "content": [{"type": "tool_result", "tool_use_id": tool_use.id, "content": "a.txt\nb.txt"}],
         }
     )
-    with sdk.messages.stream(
-        model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages
-    ) as stream:  # type: ignore[arg-type]
+    with sdk.messages.stream(model="claude-opus-5-5", max_tokens=2000, tools=[BASH_TOOL], messages=messages) as stream:  # type: ignore[arg-type]
         second = stream.get_final_message()
     assert second.content[0].text == "There are two files."  # type: ignore[union-attr]
     upstream_messages = kimi_proxy.upstream.received[1].json["messages"]
@@ -228,9 +220,7 @@ def test_upstream_errors_map_to_anthropic_errors(
     sdk = client(kimi_proxy)
     with pytest.raises(error_class) as caught:
         if stream:
-            with sdk.messages.stream(
-                model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
-            ) as s:
+            with sdk.messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]) as s:
                 s.get_final_message()
         else:
             sdk.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
@@ -258,9 +248,7 @@ def test_malformed_json_and_missing_fields_are_400(kimi_proxy: Proxy) -> None:
     missing = httpx.post(kimi_proxy.url + "/v1/messages", json={"model": "m", "messages": []})
     assert missing.status_code == 400
     assert "max_tokens" in missing.json()["error"]["message"]
-    wrong_type = httpx.post(
-        kimi_proxy.url + "/v1/messages", json={"model": "m", "max_tokens": "ten", "messages": []}
-    )
+    wrong_type = httpx.post(kimi_proxy.url + "/v1/messages", json={"model": "m", "max_tokens": "ten", "messages": []})
     assert wrong_type.status_code == 400
     assert "max_tokens" in wrong_type.json()["error"]["message"]
 
@@ -274,9 +262,7 @@ def test_missing_key_is_401_naming_the_command(fake_chat: tuple[object, str], st
     assert "BASETEN_API_KEY" in message and "switch keys set baseten" in message
 
 
-def test_connection_refused_is_502_and_timeout_is_504(
-    start_proxy: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_connection_refused_is_502_and_timeout_is_504(start_proxy: object, monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
     with socket.socket() as sock:
@@ -294,9 +280,7 @@ def test_stall_before_first_byte_times_out_as_504(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
     kimi_proxy.upstream.script(Reply(200, [b"data: {}\n\n"], delay_before=5))
     with pytest.raises(anthropic.APIStatusError) as caught:
-        client(kimi_proxy).messages.create(
-            model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
-        )
+        client(kimi_proxy).messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
     assert caught.value.status_code == 504
     assert caught.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
 

@@ -69,14 +69,10 @@ def test_native_stream_is_forwarded_byte_for_byte_with_caller_credentials(
 def test_native_with_bearer_token_and_sdk(native_proxy: tuple[Proxy, FakeAnthropicUpstream]) -> None:
     proxy, fake = native_proxy
     sdk = anthropic.Anthropic(base_url=proxy.url, auth_token="fake-oauth-token", max_retries=0)
-    message = sdk.messages.create(
-        model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
-    )
+    message = sdk.messages.create(model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert message.content[0].text == "Native hello"  # type: ignore[union-attr]
     assert fake.received[0].headers["authorization"] == "Bearer fake-oauth-token"
-    with sdk.messages.stream(
-        model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
-    ) as s:
+    with sdk.messages.stream(model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as s:
         final = s.get_final_message()
     assert final.usage.output_tokens == 57
 
@@ -87,9 +83,7 @@ def test_native_upstream_error_passes_through(native_proxy: tuple[Proxy, FakeAnt
     fake.queue.append(Reply(529, [error], "application/json"))
     sdk = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
     with pytest.raises(anthropic.APIStatusError) as caught:
-        sdk.messages.create(
-            model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
-        )
+        sdk.messages.create(model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert caught.value.status_code == 529
     assert caught.value.body == orjson.loads(error)
 
@@ -99,9 +93,7 @@ def test_count_tokens_is_a_real_estimate(kimi_proxy: Proxy) -> None:
     sdk = anthropic.Anthropic(base_url=kimi_proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
     small = sdk.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hello there"}])
     request = {k: capture[k] for k in ("model", "messages", "system", "tools")}
-    big = httpx.post(kimi_proxy.url + "/v1/messages/count_tokens?beta=true", json=request).json()[
-        "input_tokens"
-    ]
+    big = httpx.post(kimi_proxy.url + "/v1/messages/count_tokens?beta=true", json=request).json()["input_tokens"]
     assert 1 <= small.input_tokens < 20
     # Text and schemas run 3-5 characters a token; the JSON framing adds some more characters.
     size = len(orjson.dumps(request))
@@ -121,9 +113,7 @@ def test_foreign_host_and_browser_origin_are_refused(kimi_proxy: Proxy) -> None:
     body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
     rebinding = httpx.post(kimi_proxy.url + "/v1/messages", json=body, headers={"host": "evil.example.com"})
     assert rebinding.status_code == 403
-    browser = httpx.post(
-        kimi_proxy.url + "/v1/messages", json=body, headers={"origin": "https://evil.example.com"}
-    )
+    browser = httpx.post(kimi_proxy.url + "/v1/messages", json=body, headers={"origin": "https://evil.example.com"})
     assert browser.status_code == 403
     assert kimi_proxy.upstream is not None and kimi_proxy.upstream.received == []
 
@@ -132,9 +122,7 @@ def test_client_disconnect_mid_stream_cancels_upstream_and_is_recorded(kimi_prox
     assert kimi_proxy.upstream is not None
     chunks = [b'data: {"choices":[{"index":0,"delta":{"content":"tick "}}]}\n\n'] * 200
     kimi_proxy.upstream.script(Reply(200, chunks, delay_between=0.05))
-    body = orjson.dumps(
-        {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]}
-    )
+    body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]})
     port = int(kimi_proxy.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall(

@@ -67,9 +67,7 @@ def script_three_calls(proxy: Proxy) -> None:
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_responses_two_turn_tool_loop_with_function_custom_and_namespace_tools(
-    kimi_proxy: Proxy, stream: bool
-) -> None:
+def test_responses_two_turn_tool_loop_with_function_custom_and_namespace_tools(kimi_proxy: Proxy, stream: bool) -> None:
     assert kimi_proxy.upstream is not None
     script_three_calls(kimi_proxy)
     sdk = client(kimi_proxy)
@@ -141,9 +139,7 @@ def test_responses_length_stop_is_incomplete(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
     kimi_proxy.upstream.script(Turn(text="cut off", finish_reason="length"))
     with client(kimi_proxy).responses.stream(model="m", input="long essay", max_output_tokens=5) as events:
-        terminal = [
-            event for event in events if event.type.startswith("response.") and hasattr(event, "response")
-        ]
+        terminal = [event for event in events if event.type.startswith("response.") and hasattr(event, "response")]
     final = terminal[-1].response  # type: ignore[union-attr]
     assert terminal[-1].type == "response.incomplete"
     assert final.status == "incomplete"
@@ -163,9 +159,7 @@ def test_responses_upstream_failure_mid_stream_is_response_failed(kimi_proxy: Pr
 
 def test_openai_errors_for_bad_input_and_upstream_errors(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
-    bad = httpx.post(
-        kimi_proxy.url + "/v1/responses", content=b"{nope", headers={"content-type": "application/json"}
-    )
+    bad = httpx.post(kimi_proxy.url + "/v1/responses", content=b"{nope", headers={"content-type": "application/json"})
     assert bad.status_code == 400
     assert set(bad.json()["error"]) == {"message", "type", "param", "code"}
     missing = httpx.post(kimi_proxy.url + "/v1/chat/completions", json={"model": "m"})
@@ -195,9 +189,7 @@ def test_chat_streaming_tools_reasoning_round_trip(kimi_proxy: Proxy) -> None:
     stream = sdk.chat.completions.create(model="m", messages=messages, tools=tools, stream=True)  # type: ignore[arg-type]
     chunks = list(stream)
     assert all(chunk.usage is None for chunk in chunks), "usage chunk must be hidden unless asked for"
-    call_id = next(
-        c.choices[0].delta.tool_calls[0].id for c in chunks if c.choices and c.choices[0].delta.tool_calls
-    )
+    call_id = next(c.choices[0].delta.tool_calls[0].id for c in chunks if c.choices and c.choices[0].delta.tool_calls)
     assert call_id == "functions.get_weather:0"
     # LangChain-style history: the assistant turn comes back without reasoning_content.
     messages.append(
@@ -222,9 +214,7 @@ def test_chat_streaming_tools_reasoning_round_trip(kimi_proxy: Proxy) -> None:
 SKIP_HEADERS = {"host", "content-length", "connection", "accept-encoding"}
 
 
-@pytest.mark.parametrize(
-    "name", capture_names("codex_") + capture_names("deepagents_") + capture_names("langchain_")
-)
+@pytest.mark.parametrize("name", capture_names("codex_") + capture_names("deepagents_") + capture_names("langchain_"))
 def test_capture_completes_through_proxy_to_chat_upstream(kimi_proxy: Proxy, name: str) -> None:
     assert kimi_proxy.upstream is not None
     capture = load_capture(name)

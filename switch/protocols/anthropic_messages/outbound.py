@@ -94,9 +94,7 @@ def _blocks(parts: tuple[Part, ...], index: ToolIndex) -> tuple[list[dict[str, A
         elif isinstance(part, ToolResultPart):
             content: list[dict[str, Any]] = []
             for item in part.content:
-                content.append(
-                    {"type": "text", "text": item.text} if isinstance(item, TextPart) else _image(item)
-                )
+                content.append({"type": "text", "text": item.text} if isinstance(item, TextPart) else _image(item))
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": client_tool_id(part.call_id),
@@ -214,9 +212,7 @@ def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
         elif kind == "tool_use":
             name = index.caller_name(str(block.get("name") or ""))
             parts.append(
-                ToolCallPart(
-                    str(block.get("id") or ""), name, orjson.dumps(block.get("input") or {}).decode()
-                )
+                ToolCallPart(str(block.get("id") or ""), name, orjson.dumps(block.get("input") or {}).decode())
             )
     usage = body.get("usage")
     return Response(

@@ -59,9 +59,7 @@ def _image(block: dict[str, Any], where: str) -> ImagePart:
         return ImagePart(media_type=source.get("media_type"), data=source.get("data"))
     if kind == "url":
         return ImagePart(url=source.get("url"))
-    raise ClientRequestError(
-        f"{where}.source.type: image source '{kind}' is not supported by this route", param=where
-    )
+    raise ClientRequestError(f"{where}.source.type: image source '{kind}' is not supported by this route", param=where)
 
 
 def _tool_result_content(value: Any, where: str) -> tuple[TextPart | ImagePart, ...]:
@@ -214,9 +212,7 @@ def request_to_ir(body: Any) -> Request:
             raise ClientRequestError(f"{where}: Input should be an object", param=where)
         role = raw.get("role")
         if role not in ("user", "assistant", "system"):
-            raise ClientRequestError(
-                f"{where}.role: Input should be 'user', 'assistant' or 'system'", param=where
-            )
+            raise ClientRequestError(f"{where}.role: Input should be 'user', 'assistant' or 'system'", param=where)
         if "content" not in raw:
             raise ClientRequestError(f"{where}.content: Field required", param=where)
         messages.append(Message(role, _parts(raw["content"], role, where)))

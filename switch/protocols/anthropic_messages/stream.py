@@ -234,17 +234,11 @@ class StreamEncoder:
             signature = encode_reasoning("".join(self._block_reasoning))
             self._block_reasoning = []
             self.out.append(
-                _DELTA_HEAD
-                + index
-                + b',"delta":{"type":"signature_delta","signature":'
-                + _dumps(signature)
-                + b"}}\n\n"
+                _DELTA_HEAD + index + b',"delta":{"type":"signature_delta","signature":' + _dumps(signature) + b"}}\n\n"
             )
         elif state is BlockState.TOOL:
             self._open_tool = None
-        self.out.append(
-            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":' + index + b"}\n\n"
-        )
+        self.out.append(b'event: content_block_stop\ndata: {"type":"content_block_stop","index":' + index + b"}\n\n")
         self.state = BlockState.NONE
 
     def take(self) -> bytes:

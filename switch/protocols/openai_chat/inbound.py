@@ -109,9 +109,7 @@ def request_to_ir(body: Any) -> Request:
                 name = function.get("name")
                 call_id = call.get("id") if isinstance(call, dict) else None
                 if not isinstance(name, str) or not isinstance(call_id, str):
-                    raise ClientRequestError(
-                        f"{where}.tool_calls: id and function.name required", param="messages"
-                    )
+                    raise ClientRequestError(f"{where}.tool_calls: id and function.name required", param="messages")
                 parts.append(ToolCallPart(call_id, name, str(function.get("arguments") or "")))
             messages.append(Message("assistant", tuple(parts)))
         else:
@@ -203,8 +201,7 @@ def response_from_ir(response: Response, request: Request, completion_id: str) -
         message["reasoning_content"] = "".join(reasoning)
     if calls:
         message["tool_calls"] = [
-            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in calls
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
         ]
     stop: StopReason = response.stop_reason
     if calls and stop == "end_turn":
@@ -214,9 +211,7 @@ def response_from_ir(response: Response, request: Request, completion_id: str) -
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": FINISH_REASONS[stop], "logprobs": None}
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": FINISH_REASONS[stop], "logprobs": None}],
         "usage": usage_to_wire(response.usage),
     }
 
@@ -323,17 +318,9 @@ class StreamEncoder:
         """An error object in the stream (what OpenAI sends on a mid-stream failure)."""
         if self._done:
             return
-        kind = (
-            "rate_limit_error"
-            if status == 429
-            else "server_error"
-            if status >= 500
-            else "invalid_request_error"
-        )
+        kind = "rate_limit_error" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
         self.out.append(
-            b"data: "
-            + _dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
-            + b"\n\n"
+            b"data: " + _dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}) + b"\n\n"
         )
         self._done = True
 

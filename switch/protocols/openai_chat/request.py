@@ -65,9 +65,7 @@ def pick_effort(reasoning: Reasoning, levels: tuple[str, ...]) -> str | None:
     wanted: str | None = reasoning.effort
     if wanted is None and reasoning.budget_tokens is not None:
         budget = reasoning.budget_tokens
-        wanted = (
-            "low" if budget <= 4096 else "medium" if budget <= 16384 else "high" if budget <= 32768 else "max"
-        )
+        wanted = "low" if budget <= 4096 else "medium" if budget <= 16384 else "high" if budget <= 32768 else "max"
     if not reasoning.enabled:
         wanted = "none"
     if wanted is None:
@@ -134,8 +132,7 @@ def _user_turn(message: Message, out: list[dict[str, Any]]) -> None:
             pending.append(part)
         elif isinstance(part, DocumentPart):
             raise TranslationError(
-                "document content blocks are not supported by this upstream model; "
-                "send the document's text instead",
+                "document content blocks are not supported by this upstream model; send the document's text instead",
                 param="messages",
             )
     content = trailing_images + pending

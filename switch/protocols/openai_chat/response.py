@@ -39,9 +39,7 @@ def usage_to_ir(usage: dict[str, Any]) -> Usage:
     if not cached:
         cached = _int(usage.get("cached_tokens"))  # Moonshot reports it at the top level
     completion_details = usage.get("completion_tokens_details")
-    reasoning = (
-        _int(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else 0
-    )
+    reasoning = _int(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else 0
     return Usage(
         input_tokens=max(prompt - cached - written, 0),
         cache_read_tokens=cached,

@@ -85,9 +85,7 @@ class StreamDecoder:
             if index not in self._started:
                 name = str(function.get("name") or "")
                 self._started.add(index)
-                sink.tool_call_start(
-                    index, str(call.get("id") or f"call_{index}"), self.index.caller_name(name)
-                )
+                sink.tool_call_start(index, str(call.get("id") or f"call_{index}"), self.index.caller_name(name))
             arguments = function.get("arguments")
             if arguments:
                 sink.tool_call_delta(index, arguments)

@@ -86,9 +86,7 @@ def _reasoning_part(item: dict[str, Any]) -> ReasoningPart | None:
     return ReasoningPart(text, token if isinstance(token, str) else None)
 
 
-def _tools(
-    raw: Any, into: list[ToolSpec], namespace: str | None = None, ns_description: str | None = None
-) -> None:
+def _tools(raw: Any, into: list[ToolSpec], namespace: str | None = None, ns_description: str | None = None) -> None:
     if raw is None:
         return
     if not isinstance(raw, list):
@@ -198,9 +196,7 @@ def request_to_ir(body: Any) -> Request:
                         ToolCallPart(call_id, flat, str(item.get("arguments") or ""), "function", namespace)
                     )
                 else:
-                    assistant.append(
-                        ToolCallPart(call_id, flat, str(item.get("input") or ""), "custom", namespace)
-                    )
+                    assistant.append(ToolCallPart(call_id, flat, str(item.get("input") or ""), "custom", namespace))
             continue
         if kind in _OUTPUT_ITEMS:
             flush_assistant()
@@ -250,9 +246,7 @@ def request_to_ir(body: Any) -> Request:
         reasoning = Reasoning(effort != "none", effort)
     max_output = body.get("max_output_tokens")
     if max_output is not None and (not isinstance(max_output, int) or isinstance(max_output, bool)):
-        raise ClientRequestError(
-            "max_output_tokens: Input should be a valid integer", param="max_output_tokens"
-        )
+        raise ClientRequestError("max_output_tokens: Input should be a valid integer", param="max_output_tokens")
     temperature = body.get("temperature")
     top_p = body.get("top_p")
     provider_data: dict[str, Any] = {}
@@ -342,9 +336,7 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
     for message in request.messages:
         if message.role == "system":
             text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart))
-            items.append(
-                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]}
-            )
+            items.append({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]})
         elif message.role == "user":
             plain = [p for p in message.parts if isinstance(p, TextPart | ImagePart)]
             for part in message.parts:
@@ -353,18 +345,14 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
                     kind = "custom_tool_call_output" if part.kind == "custom" else "function_call_output"
                     items.append({"type": kind, "call_id": part.call_id, "output": text})
             if plain:
-                items.append(
-                    {"type": "message", "role": "user", "content": _input_content(tuple(plain), False)}
-                )
+                items.append({"type": "message", "role": "user", "content": _input_content(tuple(plain), False)})
         else:
             texts: list[Part] = []
             for part in message.parts:
                 if isinstance(part, ReasoningPart):
                     # Only OpenAI's own encrypted reasoning can go back to OpenAI.
                     if part.signature and not is_switch_signature(part.signature):
-                        items.append(
-                            {"type": "reasoning", "summary": [], "encrypted_content": part.signature}
-                        )
+                        items.append({"type": "reasoning", "summary": [], "encrypted_content": part.signature})
                 elif isinstance(part, TextPart):
                     texts.append(part)
                 elif isinstance(part, ToolCallPart):
@@ -387,9 +375,7 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
                         call["namespace"] = part.namespace
                     items.append(call)
             if texts:
-                items.append(
-                    {"type": "message", "role": "assistant", "content": _input_content(tuple(texts), True)}
-                )
+                items.append({"type": "message", "role": "assistant", "content": _input_content(tuple(texts), True)})
     body: dict[str, Any] = {"model": model, "input": items}
     instructions = "\n\n".join(p.text for p in request.system)
     if instructions:
@@ -411,9 +397,7 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
     if request.top_p is not None:
         body["top_p"] = request.top_p
     if request.reasoning is not None:
-        body["reasoning"] = {
-            "effort": request.reasoning.effort or ("medium" if request.reasoning.enabled else "none")
-        }
+        body["reasoning"] = {"effort": request.reasoning.effort or ("medium" if request.reasoning.enabled else "none")}
         body["include"] = ["reasoning.encrypted_content"]
     if request.cache_key:
         body["prompt_cache_key"] = request.cache_key

@@ -72,9 +72,7 @@ def message_item(item_id: str, text: str, status: str = "completed") -> dict[str
     }
 
 
-def call_item(
-    item_id: str, call: ToolCallPart, index: ToolIndex, status: str = "completed"
-) -> dict[str, Any]:
+def call_item(item_id: str, call: ToolCallPart, index: ToolIndex, status: str = "completed") -> dict[str, Any]:
     """A complete function_call or custom_tool_call output item."""
     namespace, name = index.split(call.name)
     if call.kind == "custom" or call.name in index.custom:
@@ -122,9 +120,7 @@ def response_object(
         "max_output_tokens": request.max_output_tokens,
         "model": request.model,
         "output": output,
-        "parallel_tool_calls": request.parallel_tool_calls
-        if request.parallel_tool_calls is not None
-        else True,
+        "parallel_tool_calls": request.parallel_tool_calls if request.parallel_tool_calls is not None else True,
         "previous_response_id": request.provider_data.get("previous_response_id"),
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
         "store": request.provider_data.get("store", True),
@@ -204,11 +200,7 @@ def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
     details = body.get("incomplete_details") or {}
     stop: StopReason = "tool_use" if has_calls else "end_turn"
     if status == "incomplete":
-        stop = (
-            "refusal"
-            if isinstance(details, dict) and details.get("reason") == "content_filter"
-            else "max_tokens"
-        )
+        stop = "refusal" if isinstance(details, dict) and details.get("reason") == "content_filter" else "max_tokens"
     usage = body.get("usage")
     return Response(
         str(body.get("id") or ""),

@@ -90,9 +90,7 @@ class StreamEncoder:
 
     def _delta(self, text: str) -> None:
         self._seq += 1
-        self.out.append(
-            self._delta_head + str(self._seq).encode() + self._delta_mid + _dumps(text) + self._delta_tail
-        )
+        self.out.append(self._delta_head + str(self._seq).encode() + self._delta_mid + _dumps(text) + self._delta_tail)
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -118,9 +116,7 @@ class StreamEncoder:
         final = response_object(
             self.response_id, self.request, self.output, status, self.final_usage, self.created_at, reason
         )
-        self._emit(
-            "response.completed" if status == "completed" else "response.incomplete", {"response": final}
-        )
+        self._emit("response.completed" if status == "completed" else "response.incomplete", {"response": final})
         self.state = ItemState.DONE
 
     def fail(self, status: int, message: str) -> None:
@@ -220,9 +216,7 @@ class StreamEncoder:
                     "part": {"type": "summary_text", "text": ""},
                 },
             )
-            self._set_delta(
-                "response.reasoning_summary_text.delta", position + b',"summary_index":0', b"}\n\n"
-            )
+            self._set_delta("response.reasoning_summary_text.delta", position + b',"summary_index":0', b"}\n\n")
         elif kind is ItemState.TEXT:
             self._item_id = "msg_" + self._next_id()
             item = {
@@ -238,9 +232,7 @@ class StreamEncoder:
                 "response.content_part.added",
                 {"item_id": self._item_id, "output_index": output_index, "content_index": 0, "part": part},
             )
-            self._set_delta(
-                "response.output_text.delta", position + b',"content_index":0', b',"logprobs":[]}\n\n'
-            )
+            self._set_delta("response.output_text.delta", position + b',"content_index":0', b',"logprobs":[]}\n\n')
         else:
             assert self._call is not None
             call_id, name, custom = self._call
@@ -253,17 +245,11 @@ class StreamEncoder:
                     "item": call_item(self._item_id, skeleton, self.index, "in_progress"),
                 },
             )
-            kind_name = (
-                "response.custom_tool_call_input.delta"
-                if custom
-                else "response.function_call_arguments.delta"
-            )
+            kind_name = "response.custom_tool_call_input.delta" if custom else "response.function_call_arguments.delta"
             self._set_delta(kind_name, position, b"}\n\n")
 
     def _set_delta(self, kind: str, position: bytes, tail: bytes) -> None:
-        self._delta_head = (
-            b"event: " + kind.encode() + b'\ndata: {"type":"' + kind.encode() + b'","sequence_number":'
-        )
+        self._delta_head = b"event: " + kind.encode() + b'\ndata: {"type":"' + kind.encode() + b'","sequence_number":'
         self._delta_mid = b',"item_id":' + _dumps(self._item_id) + position + b',"delta":'
         self._delta_tail = tail
 
@@ -297,9 +283,7 @@ class StreamEncoder:
             if custom:
                 self._emit("response.custom_tool_call_input.done", {**base, "input": text})
             else:
-                self._emit(
-                    "response.function_call_arguments.done", {**base, "name": item["name"], "arguments": text}
-                )
+                self._emit("response.function_call_arguments.done", {**base, "name": item["name"], "arguments": text})
             self._call = None
         self._emit("response.output_item.done", {"output_index": output_index, "item": item})
         self.output.append(item)
@@ -346,14 +330,10 @@ class StreamDecoder:
             if item.get("type") in ("function_call", "custom_tool_call"):
                 output_index = int(event.get("output_index") or 0)
                 namespace = item.get("namespace")
-                name = flat_name(
-                    namespace if isinstance(namespace, str) else None, str(item.get("name") or "")
-                )
+                name = flat_name(namespace if isinstance(namespace, str) else None, str(item.get("name") or ""))
                 self._calls[output_index] = False
                 self._has_calls = True
-                sink.tool_call_start(
-                    output_index, str(item.get("call_id") or ""), self.index.caller_name(name)
-                )
+                sink.tool_call_start(output_index, str(item.get("call_id") or ""), self.index.caller_name(name))
         elif kind in ("response.function_call_arguments.done", "response.custom_tool_call_input.done"):
             output_index = int(event.get("output_index") or 0)
             if not self._calls.get(output_index, True):

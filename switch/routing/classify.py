@@ -1,0 +1,191 @@
+"""Who is calling, in which role: harness, role, session and agent of one call.
+
+Signals, most reliable first:
+1. explicit: an `x-switch-role` header, or a `switch/<role>` (or `claude-switch-<role>`) model alias;
+2. harness headers: Claude Code's `x-claude-code-agent-id`, Codex's `x-openai-subagent`;
+3. body markers: Claude Code's billing block `cc_is_subagent=true`; deepagents' subagent preamble,
+   or a deepagents request without the `task` tool;
+4. known background prompts (titles, summaries, warm-ups) and haiku-class model names.
+
+Pure: reads headers (lower-case names) and the parsed body; no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+Harness = Literal["claude-code", "codex", "langchain", "other"]
+Role = Literal["orchestrator", "subagent", "background"]
+ROLES: tuple[Role, ...] = ("orchestrator", "subagent", "background")
+HARNESSES: tuple[Harness, ...] = ("claude-code", "codex", "langchain", "other")
+FAMILIES = ("opus", "sonnet", "haiku", "fable")
+
+_ALIAS = re.compile(r"^(?:switch/|claude-switch-)(orchestrator|subagent|background)$")
+_CODEX_ROLES: dict[str, Role] = {
+    "collab_spawn": "subagent",
+    "review": "subagent",
+    "compact": "background",
+    "memory_consolidation": "background",
+}
+_BACKGROUND_MARKERS = (
+    "Please write a 5-10 word title for the following conversation",
+    "Generate a concise, sentence-case title",
+    "Analyze if this message indicates a new conversation topic",
+    "Summarize this coding conversation",
+)
+_DEEPAGENTS_MARKERS = ("Deep Agents", "You are a deep agent")
+_DEEPAGENTS_SUBAGENT_PREAMBLE = "[The messages above are a prior conversation you are continu"
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """The classification of one call."""
+
+    harness: Harness
+    role: Role
+    session_id: str | None
+    agent_id: str | None
+    family: str | None
+    explicit: bool = False
+
+
+def model_family(model: str) -> str | None:
+    """`opus`, `sonnet`, `haiku` or `fable` when the model name is of that Claude family."""
+    lowered = model.lower()
+    for family in FAMILIES:
+        if family in lowered:
+            return family
+    return None
+
+
+def _system_texts(body: dict[str, Any]) -> list[str]:
+    system = body.get("system")
+    texts: list[str] = []
+    if isinstance(system, str):
+        texts.append(system)
+    elif isinstance(system, list):
+        texts.extend(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    instructions = body.get("instructions")
+    if isinstance(instructions, str):
+        texts.append(instructions)
+    for message in (
+        (body.get("messages") or body.get("input") or [])[:2]
+        if isinstance(body.get("messages") or body.get("input"), list)
+        else []
+    ):
+        if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+            texts.extend(_texts_of(message.get("content")))
+    return texts
+
+
+def _texts_of(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [str(b.get("text", "")) for b in content if isinstance(b, dict) and "text" in b]
+    return []
+
+
+def _user_texts(body: dict[str, Any]) -> list[str]:
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    if not isinstance(messages, list):
+        return [messages] if isinstance(messages, str) else []
+    texts: list[str] = []
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == "user":
+            texts.extend(_texts_of(message.get("content")))
+    return texts
+
+
+def _tool_names(body: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict):
+            name = tool.get("name") or (tool.get("function") or {}).get("name")
+            if isinstance(name, str):
+                names.add(name)
+    return names
+
+
+def _harness(headers: dict[str, str], system: list[str]) -> Harness:
+    named = headers.get("x-switch-harness")
+    if named in HARNESSES:
+        return named
+    agent = headers.get("user-agent", "").lower()
+    if "x-claude-code-session-id" in headers or agent.startswith("claude-cli/") or headers.get("x-app") == "cli":
+        return "claude-code"
+    if headers.get("originator", "").startswith("codex") or agent.startswith("codex") or "x-openai-subagent" in headers:
+        return "codex"
+    if agent.startswith("langchain") or any(marker in text for text in system for marker in _DEEPAGENTS_MARKERS):
+        return "langchain"
+    if system and system[0].startswith("x-anthropic-billing-header:"):
+        return "claude-code"
+    return "other"
+
+
+def _session(headers: dict[str, str], body: dict[str, Any]) -> str | None:
+    for name in (
+        "x-claude-code-session-id",
+        "x-claude-session-id",
+        "session-id",
+        "session_id",
+        "x-switch-session",
+    ):
+        if headers.get(name):
+            return headers[name]
+    metadata = body.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+    if isinstance(user_id, str) and user_id:
+        if user_id.startswith("{"):
+            try:
+                parsed = orjson.loads(user_id)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict) and isinstance(parsed.get("session_id"), str):
+                return str(parsed["session_id"])
+        if "_session_" in user_id:
+            return user_id.rsplit("_session_", 1)[1] or None
+    cache_key = body.get("prompt_cache_key")
+    return cache_key if isinstance(cache_key, str) and cache_key else None
+
+
+def classify(headers: dict[str, str], body: dict[str, Any]) -> CallInfo:
+    """Classify one call from its headers (lower-case names) and parsed JSON body."""
+    model = str(body.get("model") or "")
+    system = _system_texts(body)
+    harness = _harness(headers, system)
+    session = _session(headers, body)
+    family = model_family(model)
+    agent_id = headers.get("x-claude-code-agent-id") or None
+    if agent_id is None and headers.get("thread-id") and headers.get("thread-id") != headers.get("session-id"):
+        agent_id = headers["thread-id"]
+
+    explicit = headers.get("x-switch-role")
+    if explicit in ROLES:
+        return CallInfo(harness, explicit, session, agent_id, family, True)
+    alias = _ALIAS.match(model)
+    if alias:
+        return CallInfo(harness, alias.group(1), session, agent_id, family, True)  # type: ignore[arg-type]
+
+    role: Role = "orchestrator"
+    if harness == "claude-code":
+        billing = system[0] if system and system[0].startswith("x-anthropic-billing-header:") else ""
+        if headers.get("x-claude-code-agent-id") or "cc_is_subagent=true" in billing:
+            role = "subagent"
+    elif harness == "codex":
+        role = _CODEX_ROLES.get(headers.get("x-openai-subagent", ""), "orchestrator")
+    elif harness == "langchain" and any(marker in text for text in system for marker in _DEEPAGENTS_MARKERS):
+        tools = _tool_names(body)
+        user = _user_texts(body)
+        if any(text.startswith(_DEEPAGENTS_SUBAGENT_PREAMBLE) for text in user) or (tools and "task" not in tools):
+            role = "subagent"
+    if role == "orchestrator":
+        if any(marker in text for text in system for marker in _BACKGROUND_MARKERS):
+            role = "background"
+        elif _user_texts(body)[-1:] in (["Warmup"],) or family == "haiku":
+            role = "background"
+    return CallInfo(harness, role, session, agent_id, family)

@@ -1,0 +1,288 @@
+"""Presets: who serves which role for each harness. One TOML file per preset.
+
+    description = "Native orchestrator, Kimi K3 for subagents and background calls"
+
+    [default]                          # also [claude-code], [codex], [langchain]
+    orchestrator = "native"            # a target, or a list of targets tried in order
+    subagent = "baseten/moonshotai/Kimi-K3"
+    background = "baseten/moonshotai/Kimi-K3"
+    fallback = ["native"]              # tried after a role's own targets
+
+    [claude-code.families]             # optional: Claude model family → target
+    haiku = "baseten/moonshotai/Kimi-K3"
+
+    [targets."baseten/moonshotai/Kimi-K3"]   # optional per-target options
+    reasoning = "follow"               # off | follow | minimal | low | medium | high | xhigh | max
+    max_output_tokens = 65536
+
+Shipped presets live in `harness_presets/`, user presets in `$SWITCH_HOME/presets/` (a user preset
+of the same name wins). The active preset's name is kept in `$SWITCH_HOME/active-preset`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from switch import locations
+from switch.config import NATIVE
+from switch.errors import PresetError
+from switch.routing.classify import FAMILIES, HARNESSES, ROLES
+
+log = logging.getLogger("switch.presets")
+
+SHIPPED_DIR = Path(__file__).resolve().parent.parent.parent / "harness_presets"
+SECTIONS = ("default", "claude-code", "codex", "langchain")
+REASONING_MODES = ("off", "follow", "none", "minimal", "low", "medium", "high", "xhigh", "max")
+DEFAULTS_PRESET = "defaults"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetOptions:
+    """Per-target knobs a preset may set."""
+
+    reasoning: str = "follow"
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessRoutes:
+    """The routes of one harness section."""
+
+    roles: dict[str, tuple[str, ...]]
+    fallback: tuple[str, ...] = ()
+    families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A validated preset."""
+
+    name: str
+    path: Path | None
+    description: str
+    sections: dict[str, HarnessRoutes]
+    targets: dict[str, TargetOptions]
+
+    def routes_for(self, harness: str) -> HarnessRoutes:
+        """The section for `harness`, else `default`."""
+        return self.sections.get(harness) or self.sections["default"]
+
+    def chain(self, harness: str, role: str, family: str | None = None) -> tuple[str, ...]:
+        """Targets to try, in order, for a call (duplicates removed, order kept)."""
+        routes = self.routes_for(harness)
+        own = routes.families.get(family or "") or routes.roles.get(role) or routes.roles["orchestrator"]
+        ordered: list[str] = []
+        for reference in (*own, *routes.fallback):
+            if reference not in ordered:
+                ordered.append(reference)
+        return tuple(ordered)
+
+    def options(self, reference: str) -> TargetOptions:
+        """The options for one target."""
+        return self.targets.get(reference, _DEFAULT_OPTIONS)
+
+
+_DEFAULT_OPTIONS = TargetOptions()
+
+
+def _references(value: Any, where: str, path: Path, providers: set[str]) -> tuple[str, ...]:
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        raise PresetError(f"{path}: key '{where}': expected a target ('native' or 'provider/model') or a list of them")
+    for reference in values:
+        if reference == NATIVE:
+            continue
+        provider, sep, model = reference.partition("/")
+        if not sep or not model:
+            raise PresetError(f"{path}: key '{where}': '{reference}' is not 'native' or 'provider/model'")
+        if provider not in providers:
+            raise PresetError(
+                f"{path}: key '{where}': unknown provider '{provider}' (allowed: {', '.join(sorted(providers))})"
+            )
+    return tuple(values)
+
+
+def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: set[str]) -> Preset:
+    """Validate a parsed preset table; errors name the file and the key."""
+    where_file = path or Path(f"<{name}>")
+    allowed_top = {"description", "targets", *SECTIONS}
+    for key in raw:
+        if key not in allowed_top:
+            raise PresetError(f"{where_file}: unknown key '{key}' (allowed: {', '.join(sorted(allowed_top))})")
+    if "default" not in raw:
+        raise PresetError(f"{where_file}: missing table [default] (it routes every harness without its own table)")
+    sections: dict[str, HarnessRoutes] = {}
+    for section in SECTIONS:
+        table = raw.get(section)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise PresetError(f"{where_file}: key '{section}': expected a table")
+        allowed = {*ROLES, "fallback", "families"}
+        for key in table:
+            if key not in allowed:
+                raise PresetError(
+                    f"{where_file}: unknown key '{section}.{key}' (allowed: {', '.join(sorted(allowed))})"
+                )
+        if "orchestrator" not in table:
+            raise PresetError(f"{where_file}: key '{section}.orchestrator' is required")
+        roles: dict[str, tuple[str, ...]] = {
+            role: _references(table[role], f"{section}.{role}", where_file, providers)
+            for role in ROLES
+            if role in table
+        }
+        for role in ROLES:
+            roles.setdefault(role, roles["orchestrator"])
+        fallback = (
+            _references(table["fallback"], f"{section}.fallback", where_file, providers) if "fallback" in table else ()
+        )
+        families_raw = table.get("families", {})
+        if not isinstance(families_raw, dict):
+            raise PresetError(f"{where_file}: key '{section}.families': expected a table")
+        families: dict[str, tuple[str, ...]] = {}
+        for family, value in families_raw.items():
+            if family not in FAMILIES:
+                raise PresetError(
+                    f"{where_file}: unknown key '{section}.families.{family}' (allowed: {', '.join(FAMILIES)})"
+                )
+            families[family] = _references(value, f"{section}.families.{family}", where_file, providers)
+        sections[section] = HarnessRoutes(roles, fallback, families)
+    targets: dict[str, TargetOptions] = {}
+    raw_targets = raw.get("targets", {})
+    if not isinstance(raw_targets, dict):
+        raise PresetError(f"{where_file}: key 'targets': expected a table of [targets.\"provider/model\"]")
+    for reference, options in raw_targets.items():
+        if not isinstance(options, dict):
+            raise PresetError(f"{where_file}: key 'targets.{reference}': expected a table")
+        reasoning = options.get("reasoning", "follow")
+        if reasoning not in REASONING_MODES:
+            raise PresetError(
+                f"{where_file}: key 'targets.{reference}.reasoning': '{reasoning}' is not allowed "
+                f"(allowed: {', '.join(REASONING_MODES)})"
+            )
+        cap = options.get("max_output_tokens")
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0):
+            raise PresetError(f"{where_file}: key 'targets.{reference}.max_output_tokens': expected a positive integer")
+        unknown = set(options) - {"reasoning", "max_output_tokens"}
+        if unknown:
+            raise PresetError(
+                f"{where_file}: unknown key 'targets.{reference}.{sorted(unknown)[0]}' "
+                "(allowed: max_output_tokens, reasoning)"
+            )
+        targets[reference] = TargetOptions(str(reasoning), cap)
+    description = raw.get("description", "")
+    return Preset(name, path, str(description), sections, targets)
+
+
+def defaults_preset(model: str) -> Preset:
+    """The preset used while none is active: every role on `[defaults] model`."""
+    roles: dict[str, tuple[str, ...]] = {role: (model,) for role in ROLES}
+    return Preset(
+        DEFAULTS_PRESET,
+        None,
+        f"every call to {model} ([defaults] model)",
+        {"default": HarnessRoutes(roles)},
+        {},
+    )
+
+
+def preset_files() -> dict[str, Path]:
+    """Every preset by name: shipped ones, overridden by user ones of the same name."""
+    files: dict[str, Path] = {}
+    for directory in (SHIPPED_DIR, locations.presets_dir()):
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.toml")):
+                files[path.stem] = path
+    return files
+
+
+def load_preset(name: str, providers: set[str]) -> Preset:
+    """Load and validate the preset called `name`."""
+    path = preset_files().get(name)
+    if path is None:
+        known = ", ".join(sorted(preset_files())) or "none"
+        raise PresetError(f"no preset named '{name}' (available: {known})")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PresetError(f"{path}: not valid TOML: {exc}") from exc
+    return parse_preset(name, path, raw, providers)
+
+
+def active_file() -> Path:
+    """Where the active preset's name is kept."""
+    return locations.home() / "active-preset"
+
+
+def active_name() -> str | None:
+    """The active preset's name, or None when none was chosen."""
+    try:
+        name = active_file().read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return name or None
+
+
+def set_active(name: str) -> None:
+    """Make `name` the active preset (atomically, so a running proxy never reads half a name)."""
+    target = active_file()
+    locations.ensure_private_dir(target.parent)
+    temporary = target.with_name(target.name + ".tmp")
+    temporary.write_text(name + "\n", encoding="utf-8")
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, target)
+
+
+class PresetManager:
+    """Holds the active preset and reloads it when its files change, keeping the last good one."""
+
+    def __init__(self, providers: set[str], fallback_model: str) -> None:
+        self.providers = providers
+        self.fallback_model = fallback_model
+        self.error: str | None = None
+        self._signature: tuple[Any, ...] = ()
+        self.active = self._load()
+
+    def _state(self) -> tuple[Any, ...]:
+        entries: list[Any] = []
+        for path in (active_file(), *preset_files().values()):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            entries.append((str(path), stat.st_mtime_ns, stat.st_size))
+        return tuple(entries)
+
+    def _load(self) -> Preset:
+        self._signature = self._state()
+        name = active_name()
+        if name is None:
+            self.error = None
+            return defaults_preset(self.fallback_model)
+        try:
+            preset = load_preset(name, self.providers)
+        except PresetError as exc:
+            self.error = exc.message
+            log.error("keeping the previous routes: %s", exc.message)
+            previous = getattr(self, "active", None)
+            return previous if previous is not None else defaults_preset(self.fallback_model)
+        self.error = None
+        return preset
+
+    def refresh(self) -> bool:
+        """Reload when any preset file or the active choice changed; True when routes changed."""
+        if self._state() == self._signature:
+            return False
+        before = self.active
+        self.active = self._load()
+        if self.active is not before:
+            log.info("active preset is now '%s'", self.active.name)
+        return self.active is not before
+
+
+__all__ = ["HARNESSES", "Preset", "PresetManager", "TargetOptions", "load_preset", "set_active"]

@@ -1,0 +1,67 @@
+"""Every captured request is classified to the harness and role a user would expect."""
+
+from __future__ import annotations
+
+import pytest
+
+from switch.routing.classify import classify
+from tests.conftest import capture_names, load_capture
+
+SUBAGENT_CALLS = {
+    "claude_code_models_env/03_POST_v1_messages.json",
+    "claude_code_subagent/03_POST_v1_messages.json",
+    "claude_code_subagent_fg/02_POST_v1_messages.json",
+    "claude_code_subagent_haiku/02_POST_v1_messages.json",
+    "codex_subagent/03_POST_v1_responses.json",
+    "deepagents_code_anthropic_subagent/02_POST_v1_messages.json",
+    "deepagents_code_openai_subagent/02_POST_v1_responses.json",
+}
+HARNESS_BY_FOLDER = {
+    "claude_code": "claude-code",
+    "codex": "codex",
+    "deepagents": "langchain",
+    "langchain_anthropic": "langchain",
+    # The plain OpenAI SDK inside LangChain sends nothing that names LangChain.
+    "langchain_openai": "other",
+    "sdk_anthropic": "other",
+}
+
+
+def expected_harness(name: str) -> str:
+    return next(h for prefix, h in HARNESS_BY_FOLDER.items() if name.startswith(prefix))
+
+
+@pytest.mark.parametrize("name", capture_names(""))
+def test_capture_is_classified(name: str) -> None:
+    capture = load_capture(name)
+    headers = {k.lower(): v for k, v in capture["headers"]}
+    info = classify(headers, capture["body"])
+    assert info.harness == expected_harness(name)
+    assert info.role == ("subagent" if name in SUBAGENT_CALLS else "orchestrator")
+    if info.harness in ("claude-code", "codex"):
+        assert info.session_id
+    if name in SUBAGENT_CALLS and info.harness in ("claude-code", "codex"):
+        assert info.agent_id
+
+
+def test_explicit_header_and_alias_win() -> None:
+    body = {"model": "claude-opus-5-5", "messages": []}
+    assert classify({"x-switch-role": "background"}, body).role == "background"
+    assert classify({}, {**body, "model": "switch/subagent"}).role == "subagent"
+    assert classify({}, {**body, "model": "claude-switch-background"}).role == "background"
+
+
+def test_codex_background_calls_and_haiku_models() -> None:
+    assert classify({"originator": "codex_exec", "x-openai-subagent": "compact"}, {"model": "m"}).role == "background"
+    assert classify({"originator": "codex_exec", "x-openai-subagent": "review"}, {"model": "m"}).role == "subagent"
+    headers = {"x-claude-code-session-id": "s"}
+    assert classify(headers, {"model": "claude-haiku-4-5", "messages": []}).role == "background"
+    title = {"model": "m", "system": "Generate a concise, sentence-case title (3-7 words)", "messages": []}
+    assert classify(headers, title).role == "background"
+
+
+def test_session_from_metadata_user_id() -> None:
+    legacy = {"model": "m", "metadata": {"user_id": "user_abc_account_def_session_1234-5678"}}
+    assert classify({}, legacy).session_id == "1234-5678"
+    json_form = {"model": "m", "metadata": {"user_id": '{"device_id":"d","session_id":"s-42"}'}}
+    assert classify({}, json_form).session_id == "s-42"
