@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from switch.cli import serve
+from switch.cli import presets, serve
 
 app = typer.Typer(
     name="switch",
@@ -22,6 +22,7 @@ def _root() -> None:
 
 
 serve.register(app)
+presets.register(app)
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -23,6 +25,10 @@ from switch.proxy.exchange import JSON_HEADERS, Exchange, Receive, Scope, Send
 from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay, _parse_json
 from switch.proxy.upstream import UpstreamPool
+from switch.routing.classify import ROLES
+from switch.routing.presets import PresetManager
+
+log = logging.getLogger("switch.app")
 
 Handler = Callable[[Exchange], Awaitable[None]]
 
@@ -58,7 +64,8 @@ def create_app(
 ) -> Any:
     """Build the proxy app; `sink` receives one record per call."""
     pool = UpstreamPool(settings.server)
-    relay = Relay(settings, pool, sink)
+    presets = PresetManager(set(settings.providers), settings.defaults.model)
+    relay = Relay(settings, pool, sink, presets)
     started = time.time()
 
     async def count_tokens(exchange: Exchange) -> None:
@@ -73,19 +80,36 @@ def create_app(
         await exchange.respond(200, orjson.dumps({"input_tokens": estimate_input_tokens(request)}))
 
     async def models(_request: Request) -> Response:
-        reference = settings.defaults.model
         created = int(started)
-        entries = [
-            {
-                "id": reference,
-                "type": "model",
-                "object": "model",
-                "display_name": reference,
-                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
-                "created": created,
-                "owned_by": "switch",
-            }
-        ]
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
+        preset = presets.active
+        routes = preset.routes_for("claude-code")
+        entries = []
+        for role in ROLES:
+            chain = preset.chain("claude-code", role)
+            entries.append(
+                {
+                    "id": f"claude-switch-{role}",
+                    "type": "model",
+                    "object": "model",
+                    "display_name": f"{role}: {chain[0]} ({preset.name})",
+                    "created_at": stamp,
+                    "created": created,
+                    "owned_by": "switch",
+                }
+            )
+        for family, chain in routes.families.items():
+            entries.append(
+                {
+                    "id": f"claude-switch-{family}",
+                    "type": "model",
+                    "object": "model",
+                    "display_name": f"{family}: {chain[0]} ({preset.name})",
+                    "created_at": stamp,
+                    "created": created,
+                    "owned_by": "switch",
+                }
+            )
         payload = {
             "object": "list",
             "data": entries,
@@ -99,10 +123,24 @@ def create_app(
         payload = {"status": "ok", "uptime_s": round(time.time() - started, 1)}
         return Response(orjson.dumps(payload), media_type="application/json")
 
+    async def watch_presets() -> None:
+        # A stat of a handful of small files every half second: `switch use` takes effect
+        # within a second, and requests never wait for it.
+        while True:
+            await asyncio.sleep(0.5)
+            try:
+                presets.refresh()
+            except OSError as exc:
+                log.warning("could not read presets: %s", exc)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        yield
-        await pool.aclose()
+        watcher = asyncio.create_task(watch_presets())
+        try:
+            yield
+        finally:
+            watcher.cancel()
+            await pool.aclose()
 
     routes = [
         Route("/v1/models", models, methods=["GET"]),
@@ -112,6 +150,7 @@ def create_app(
     ]
     starlette_app = Starlette(routes=routes, lifespan=lifespan)
     starlette_app.state.relay = relay
+    starlette_app.state.presets = presets
     hot: dict[tuple[str, str], Handler] = {
         ("POST", "/v1/messages"): relay.messages,
         ("POST", "/v1/messages/count_tokens"): count_tokens,

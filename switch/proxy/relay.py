@@ -327,7 +327,13 @@ class Relay:
             return None
         url = target.base_url + upstream.path
         try:
-            response = await self.pool.request("POST", url, upstream.auth_headers(key, request.stream), body)
+            response = await self.pool.request(
+                "POST",
+                url,
+                upstream.auth_headers(key, request.stream),
+                body,
+                header_timeout=self._first_byte(can_fall_back),
+            )
         except UpstreamError as exc:
             status, outcome = _failure_status(exc)
             failure = Failure(status, f"upstream {target.provider}: {exc.message}", outcome, _trigger(exc))
@@ -355,6 +361,9 @@ class Relay:
         finally:
             response.close()
         return None
+
+    def _first_byte(self, can_fall_back: bool) -> float | None:
+        return self.settings.routing.ttft_timeout if can_fall_back else None
 
     async def _fail(
         self,
@@ -586,7 +595,9 @@ class Relay:
                 body = orjson.dumps(parsed)
                 strip_usage = True
         try:
-            response = await self.pool.request("POST", url, headers, body)
+            response = await self.pool.request(
+                "POST", url, headers, body, header_timeout=self._first_byte(can_fall_back)
+            )
         except UpstreamError as exc:
             status, outcome_of_error = _failure_status(exc)
             failure = Failure(status, f"upstream {target.provider}: {exc.message}", outcome_of_error, _trigger(exc))

@@ -381,8 +381,13 @@ class UpstreamPool:
         headers: list[tuple[str, str]],
         body: bytes,
         read_timeout: float | None = None,
+        header_timeout: float | None = None,
     ) -> UpstreamResponse:
-        """Send a request and return once the response headers are in."""
+        """Send a request and return once the response headers are in.
+
+        `header_timeout` bounds the wait for the status line (a time-to-first-byte limit);
+        `read_timeout` bounds every later silence.
+        """
         key, path, host_header = self._target(url)
         head = [f"{method} {path} HTTP/1.1\r\n".encode(), b"host: ", host_header, b"\r\n"]
         for name, value in headers:
@@ -395,10 +400,11 @@ class UpstreamPool:
             reused = connection is not None
             if connection is None:
                 connection = await self._connect(key)
-            response = UpstreamResponse(connection, timeout)
+            response = UpstreamResponse(connection, header_timeout if header_timeout is not None else timeout)
             connection.send(payload, response)
             try:
                 await response.wait_headers()
+                response.read_timeout = timeout
             except UpstreamError as exc:
                 # A pooled connection the server closed while idle fails before any byte of the
                 # answer; retrying once on a fresh connection is safe for that case only.

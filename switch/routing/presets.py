@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import harness_presets
 from switch import locations
 from switch.config import NATIVE
 from switch.errors import PresetError
@@ -35,7 +36,7 @@ from switch.routing.classify import FAMILIES, HARNESSES, ROLES
 
 log = logging.getLogger("switch.presets")
 
-SHIPPED_DIR = Path(__file__).resolve().parent.parent.parent / "harness_presets"
+SHIPPED_DIR = Path(harness_presets.__file__).resolve().parent
 SECTIONS = ("default", "claude-code", "codex", "langchain")
 REASONING_MODES = ("off", "follow", "none", "minimal", "low", "medium", "high", "xhigh", "max")
 DEFAULTS_PRESET = "defaults"

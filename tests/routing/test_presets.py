@@ -1,0 +1,64 @@
+"""Preset files: the shipped ones are valid; errors name the file, the key and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from switch.config import BUILTIN_PROVIDERS
+from switch.errors import PresetError
+from switch.routing.presets import load_preset, preset_files
+
+PROVIDERS = set(BUILTIN_PROVIDERS)
+
+
+@pytest.mark.parametrize("name", ["kimi-k3", "hybrid", "open", "native"])
+def test_shipped_presets_load(name: str) -> None:
+    preset = load_preset(name, PROVIDERS)
+    assert preset.description
+    for harness in ("claude-code", "codex", "langchain", "other"):
+        for role in ("orchestrator", "subagent", "background"):
+            assert preset.chain(harness, role)
+
+
+def test_hybrid_sends_orchestrator_native_and_subagents_to_kimi() -> None:
+    preset = load_preset("hybrid", PROVIDERS)
+    assert preset.chain("claude-code", "orchestrator") == ("native",)
+    assert preset.chain("codex", "subagent") == ("baseten/moonshotai/Kimi-K3", "native")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[default]\norchestrator = 3\n", "'default.orchestrator'"),
+        ('[default]\norchestrator = "nowhere/x"\n', "unknown provider 'nowhere'"),
+        ('[default]\norchestrator = "native"\nsubagnet = "native"\n', "unknown key 'default.subagnet'"),
+        (
+            '[default]\norchestrator = "native"\n[default.families]\ngpt = "native"\n',
+            "allowed: opus, sonnet, haiku, fable",
+        ),
+        ('[codex]\norchestrator = "native"\n', "missing table [default]"),
+        (
+            '[default]\norchestrator = "native"\n[targets."native"]\nreasoning = "extreme"\n',
+            "'targets.native.reasoning'",
+        ),
+        ("[default\n", "not valid TOML"),
+    ],
+)
+def test_invalid_preset_error_names_file_and_key(isolated_home: Path, text: str, expected: str) -> None:
+    directory = isolated_home / "presets"
+    directory.mkdir()
+    (directory / "broken.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(PresetError) as caught:
+        load_preset("broken", PROVIDERS)
+    assert str(directory / "broken.toml") in caught.value.message
+    assert expected in caught.value.message
+
+
+def test_user_preset_overrides_shipped_one(isolated_home: Path) -> None:
+    directory = isolated_home / "presets"
+    directory.mkdir()
+    (directory / "hybrid.toml").write_text('description = "mine"\n[default]\norchestrator = "native"\n')
+    assert preset_files()["hybrid"] == directory / "hybrid.toml"
+    assert load_preset("hybrid", PROVIDERS).description == "mine"
