@@ -102,7 +102,8 @@ def test_count_tokens_is_a_real_estimate(kimi_proxy: Proxy) -> None:
 
 def test_models_health_and_probes(kimi_proxy: Proxy) -> None:
     models = httpx.get(kimi_proxy.url + "/v1/models").json()
-    assert models["data"][0]["id"] == "baseten/moonshotai/Kimi-K3"
+    assert models["data"][0]["id"] == "claude-switch-orchestrator"
+    assert "baseten/moonshotai/Kimi-K3" in models["data"][0]["display_name"]
     assert httpx.get(kimi_proxy.url + "/healthz").json()["status"] == "ok"
     for path in ("/", "/api/hello"):
         assert httpx.get(kimi_proxy.url + path).status_code == 200
