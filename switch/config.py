@@ -105,6 +105,17 @@ class Defaults(BaseModel):
     model: str = "baseten/moonshotai/Kimi-K3"
 
 
+class Pricing(BaseModel):
+    """What the native counterfactual is priced at when the requested model has no price."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline_anthropic: str = "claude-opus-5-5"
+    """Model used for the counterfactual of Anthropic-API calls whose requested model is unpriced."""
+    baseline_openai: str = "gpt-5.5"
+    """Model used for the counterfactual of OpenAI-API calls whose requested model is unpriced."""
+
+
 class Settings(BaseModel):
     """The whole configuration."""
 
@@ -115,6 +126,9 @@ class Settings(BaseModel):
     routing: Routing = Field(default_factory=Routing)
     providers: dict[str, Provider] = Field(default_factory=dict)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """USD per million tokens by `provider/model`: input, cached_input, cache_write, output."""
+    pricing: Pricing = Field(default_factory=Pricing)
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {

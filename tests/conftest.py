@@ -94,12 +94,12 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
     """Start the real proxy app on a loopback port with the given config.toml text."""
     stack: list[Any] = []
 
-    def start(config_text: str = "", **settings_overrides: Any) -> Proxy:
+    def start(config_text: str = "", sink: Any = None, **settings_overrides: Any) -> Proxy:
         write_config(isolated_home, config_text)
         settings = load_settings()
         for key, value in settings_overrides.items():
             setattr(settings.server, key, value)
-        sink = ListSink()
+        sink = sink if sink is not None else ListSink()
         app = create_app(settings, sink=sink)
         context = serve(app)
         url = context.__enter__()

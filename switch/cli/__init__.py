@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from switch.cli import presets, serve
+from switch.cli import ledger, presets, serve
 
 app = typer.Typer(
     name="switch",
@@ -23,6 +23,7 @@ def _root() -> None:
 
 serve.register(app)
 presets.register(app)
+ledger.register(app)
 
 
 def main() -> None:

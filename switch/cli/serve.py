@@ -63,7 +63,11 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
-        app = create_app(settings)
+        from switch.ledger.recorder import Recorder
+
+        recorder = Recorder(settings)
+        recorder.start()
+        app = create_app(settings, sink=recorder)
         _tune_gc()
         config = uvicorn.Config(
             app,
@@ -80,10 +84,12 @@ def register(app: typer.Typer) -> None:
         try:
             server.run()
         except OSError as exc:
+            recorder.close()
             typer.echo(
                 f"switch: cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror}",
                 err=True,
             )
             raise typer.Exit(1) from exc
+        recorder.close()
         if not server.started:
             sys.exit(1)

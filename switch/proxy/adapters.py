@@ -41,6 +41,7 @@ class ClientEncoder(StreamSink, Protocol):
     stop_reason: StopReason | None
     tool_call_ids: list[str]
     reasoning_chunks: list[str]
+    emitted_chars: int
 
     @property
     def content_started(self) -> bool: ...

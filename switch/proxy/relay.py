@@ -537,6 +537,9 @@ class Relay:
                 self.reasoning.put(call_id, reasoning)
         meter.usage = encoder.final_usage
         meter.usage_reported = encoder.usage_seen
+        if not encoder.usage_seen:
+            # The upstream never said (a cancelled or broken stream): estimate what was used.
+            meter.usage = Usage(input_tokens=max(1, len(exchange.body) // 4), output_tokens=encoder.emitted_chars // 4)
         meter.stop_reason = encoder.stop_reason
         if inbound is RESPONSES_INBOUND and outcome == "completed":
             self._store_response(request, response_id, _parts_of_output(getattr(encoder, "output", [])))

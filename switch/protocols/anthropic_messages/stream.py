@@ -79,6 +79,7 @@ class StreamEncoder:
         self._tool_index_to_block: dict[int, int] = {}
         self._open_tool: int | None = None
         self._delta_prefix = b""
+        self.emitted_chars = 0
 
     @property
     def content_started(self) -> bool:
@@ -161,6 +162,7 @@ class StreamEncoder:
             self._enter(BlockState.THINKING)
         self._block_reasoning.append(text)
         self.reasoning_chunks.append(text)
+        self.emitted_chars += len(text)
         self.out.append(self._delta_prefix + _dumps(text) + b"}}\n\n")
 
     def text_delta(self, text: str) -> None:
@@ -169,6 +171,7 @@ class StreamEncoder:
             return
         if self.state is not BlockState.TEXT:
             self._enter(BlockState.TEXT)
+        self.emitted_chars += len(text)
         self.out.append(self._delta_prefix + _dumps(text) + b"}}\n\n")
 
     def tool_call_start(self, index: int, call_id: str, name: str) -> None:
@@ -190,6 +193,7 @@ class StreamEncoder:
             return
         if index != self._open_tool or self.state is not BlockState.TOOL:
             raise StreamFormatError(f"upstream interleaved arguments for tool call {index} after it ended")
+        self.emitted_chars += len(fragment)
         self.out.append(self._delta_prefix + _dumps(fragment) + b"}}\n\n")
 
     def usage(self, usage: Usage) -> None:

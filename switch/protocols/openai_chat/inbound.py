@@ -231,6 +231,7 @@ class StreamEncoder:
         self._started = False
         self._done = False
         self._tool_positions: dict[int, int] = {}
+        self.emitted_chars = 0
         head = _dumps(
             {
                 "id": completion_id,
@@ -255,6 +256,7 @@ class StreamEncoder:
         return b": keep-alive\n\n"
 
     def _chunk(self, delta: bytes, finish: bytes = b"null") -> None:
+        self.emitted_chars += len(delta) - 14
         if not self._started:
             self._started = True
             self.out.append(self._head + b'{"role":"assistant","content":""},"finish_reason":null}]}\n\n')

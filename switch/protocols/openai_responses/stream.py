@@ -77,6 +77,7 @@ class StreamEncoder:
         self._delta_head = b""
         self._delta_tail = b""
         self._call: tuple[str, str, bool] | None = None  # call_id, name, custom
+        self.emitted_chars = 0
 
     @property
     def content_started(self) -> bool:
@@ -90,6 +91,7 @@ class StreamEncoder:
 
     def _delta(self, text: str) -> None:
         self._seq += 1
+        self.emitted_chars += len(text)
         self.out.append(self._delta_head + str(self._seq).encode() + self._delta_mid + _dumps(text) + self._delta_tail)
 
     # ---- lifecycle ------------------------------------------------------------------------------

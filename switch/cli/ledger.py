@@ -1,0 +1,182 @@
+"""`switch spend`, `switch calls`, `switch export`, `switch prices`: reports over the ledger."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from typing import Any
+
+import typer
+
+
+def _connection() -> Any:
+    from switch.ledger.db import open_read_only
+
+    connection = open_read_only()
+    if connection is None:
+        typer.echo("No calls recorded yet. Start the proxy with `switch serve` and point a harness at it.")
+        raise typer.Exit(0)
+    return connection
+
+
+def _times(since: str | None, until: str | None) -> tuple[float | None, float | None]:
+    from switch.ledger.queries import parse_time
+
+    try:
+        return parse_time(since), parse_time(until)
+    except ValueError as exc:
+        typer.echo(f"switch: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f} ms"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to `app`."""
+
+    @app.command()
+    def spend(
+        since: str = typer.Option(None, help="Start: 1h, 24h, 7d, today, or an ISO date."),
+        until: str = typer.Option(None, help="End, same forms."),
+        by: str = typer.Option(None, help="Group by day, model, role, harness, session, preset or requested."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Spend, native estimate, savings, calls, errors, cache use and speed."""
+        from switch.ledger.queries import GROUPS, micros_to_usd
+        from switch.ledger.queries import spend as spend_query
+
+        if by is not None and by not in GROUPS:
+            typer.echo(f"switch: --by must be one of: {', '.join(GROUPS)}", err=True)
+            raise typer.Exit(2)
+        start, end = _times(since, until)
+        rows = spend_query(_connection(), by, start, end)
+        if as_json:
+            typer.echo(json.dumps({"by": by, "since": start, "until": end, "groups": rows}, indent=2))
+            return
+        if not rows:
+            typer.echo("No calls in that range.")
+            return
+        header = f"{(by or 'total'):<28} {'spend':>12} {'native':>12} {'saved':>12} {'calls':>7} {'errors':>6}"
+        typer.echo(header + f" {'cache hit':>9} {'TTFT p50':>10} {'tok/s p50':>9}")
+        for row in rows:
+            hit = "-" if row["cache_hit_rate"] is None else f"{row['cache_hit_rate']:.0%}"
+            tps = "-" if row["median_output_tps"] is None else f"{row['median_output_tps']:.0f}"
+            unpriced = f" ({row['unpriced']} unpriced)" if row["unpriced"] else ""
+            typer.echo(
+                f"{str(row['grp'])[:28]:<28} {micros_to_usd(row['spend_micros']):>12} "
+                f"{micros_to_usd(row['native_micros']):>12} {micros_to_usd(row['savings_micros']):>12} "
+                f"{row['calls']:>7} {row['errors']:>6} {hit:>9} {_ms(row['median_ttft_ms']):>10} {tps:>9}{unpriced}"
+            )
+
+    @app.command()
+    def calls(
+        limit: int = typer.Option(20, help="How many of the latest calls."),
+        follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new calls."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
+    ) -> None:
+        """The latest calls, newest last."""
+        from switch.ledger.queries import calls as calls_query
+        from switch.ledger.queries import micros_to_usd
+
+        connection = _connection()
+
+        def show(rows: list[dict[str, Any]]) -> None:
+            for row in rows:
+                if as_json:
+                    typer.echo(json.dumps(row))
+                    continue
+                when = time.strftime("%H:%M:%S", time.localtime(row["started_at"]))
+                mark = " ↻" if row["fallback_attempt"] else ""
+                tokens_in = row["input_tokens"] + row["cache_read_tokens"]
+                typer.echo(
+                    f"{when} {row['harness']:<11} {row['role']:<12} {row['requested_model'][:22]:<22} → "
+                    f"{row['served_model'][:26]:<26} {row['outcome']:<16} in {tokens_in:>7}"
+                    f" out {row['output_tokens']:>6} {micros_to_usd(row['cost_micros']):>10}"
+                    f" TTFT {_ms(row['ttft_ms'])}{mark}"
+                )
+
+        rows = list(reversed(calls_query(connection, limit=limit)))
+        show(rows)
+        last_id = rows[-1]["id"] if rows else 0
+        while follow:
+            time.sleep(1.0)
+            fresh = list(reversed(calls_query(connection, limit=1000, after_id=last_id)))
+            if fresh:
+                show(fresh)
+                last_id = fresh[-1]["id"]
+
+    @app.command()
+    def export(
+        format: str = typer.Option("jsonl", "--format", help="csv or jsonl."),
+        since: str = typer.Option(None, help="Start: 1h, 24h, 7d, today, or an ISO date."),
+        until: str = typer.Option(None, help="End, same forms."),
+        output: str = typer.Option(None, help="File to write (default: standard output)."),
+    ) -> None:
+        """Every recorded call, as CSV or JSON lines."""
+        from switch.ledger.queries import iterate
+        from switch.ledger.recorder import COLUMNS
+
+        if format not in ("csv", "jsonl"):
+            typer.echo("switch: --format must be csv or jsonl", err=True)
+            raise typer.Exit(2)
+        start, end = _times(since, until)
+        handle = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+        try:
+            rows = iterate(_connection(), start, end)
+            if format == "jsonl":
+                for row in rows:
+                    handle.write(json.dumps(row) + "\n")
+            else:
+                writer = csv.DictWriter(handle, fieldnames=["id", *COLUMNS])
+                writer.writeheader()
+                for row in rows:
+                    writer.writerow(row)
+        finally:
+            if output:
+                handle.close()
+
+    @app.command()
+    def prices(
+        model: str = typer.Argument(None, help="provider/model, or a plain model name."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """The price that applies to a model, and where it comes from."""
+        from switch.config import load_settings
+        from switch.ledger.pricing import PriceTable
+
+        settings = load_settings()
+        table = PriceTable(settings.prices)
+        references = (
+            [model] if model else sorted({settings.defaults.model, "anthropic/claude-opus-5-5", "openai/gpt-5.5"})
+        )
+        results: list[dict[str, Any]] = []
+        for reference in references:
+            provider, sep, name = reference.partition("/")
+            price = (
+                table.lookup(provider, name)
+                if sep and provider in settings.providers
+                else table.lookup(None, reference)
+            )
+            results.append(
+                {
+                    "model": reference,
+                    "price": price.per_million() if price else None,
+                    "source": price.source if price else None,
+                }
+            )
+        if as_json:
+            typer.echo(json.dumps(results, indent=2))
+            return
+        for result in results:
+            if result["price"] is None:
+                typer.echo(f'{result["model"]}: unpriced (add [prices."{result["model"]}"] to config.toml)')
+                continue
+            figures: dict[str, float] = result["price"]
+            typer.echo(
+                f"{result['model']}: ${figures['input']:g} input, ${figures['cached_input']:g} cached input, "
+                f"${figures['output']:g} output per million tokens ({result['source']})"
+            )

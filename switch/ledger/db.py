@@ -1,0 +1,34 @@
+"""Opening the ledger database: WAL, private file modes, migrated schema."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from switch import locations
+from switch.ledger.migrations import migrate
+
+
+def open_for_writing(path: Path | None = None, busy_timeout: float = 0.25) -> sqlite3.Connection:
+    """A connection for the single writer; creates and migrates the database as needed."""
+    path = path or locations.ledger_file()
+    locations.ensure_private_dir(path.parent)
+    if not path.exists():
+        descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(descriptor)
+    connection = sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    migrate(connection)
+    return connection
+
+
+def open_read_only(path: Path | None = None) -> sqlite3.Connection | None:
+    """A read-only connection for reports and the dashboard, or None when there is no ledger yet."""
+    path = path or locations.ledger_file()
+    if not path.exists():
+        return None
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0, check_same_thread=False)
+    connection.row_factory = sqlite3.Row
+    return connection

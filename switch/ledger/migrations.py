@@ -1,0 +1,96 @@
+"""Numbered, append-only schema migrations for the ledger (never edit one that has shipped)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "create calls",
+        """
+        CREATE TABLE calls (
+            id INTEGER PRIMARY KEY,
+            started_at REAL NOT NULL,
+            harness TEXT NOT NULL,
+            session_id TEXT,
+            agent_id TEXT,
+            role TEXT NOT NULL,
+            preset TEXT NOT NULL,
+            requested_model TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            served_model TEXT NOT NULL,
+            inbound_api TEXT NOT NULL,
+            upstream_api TEXT NOT NULL,
+            streamed INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            http_status INTEGER NOT NULL,
+            stop_reason TEXT,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+            usage_reported INTEGER NOT NULL DEFAULT 1,
+            cost_micros INTEGER,
+            native_cost_micros INTEGER,
+            price_source TEXT,
+            native_price_source TEXT,
+            price_input REAL,
+            price_cached_input REAL,
+            price_cache_write REAL,
+            price_output REAL,
+            ttft_ms REAL,
+            duration_ms REAL NOT NULL DEFAULT 0,
+            output_tps REAL,
+            fallback_attempt INTEGER NOT NULL DEFAULT 0,
+            fallback_trigger TEXT,
+            request_bytes INTEGER NOT NULL DEFAULT 0,
+            response_bytes INTEGER NOT NULL DEFAULT 0,
+            error TEXT
+        );
+        CREATE INDEX ix_calls_started_at ON calls (started_at);
+        CREATE INDEX ix_calls_session ON calls (session_id, started_at);
+        CREATE INDEX ix_calls_model ON calls (served_model, started_at);
+        CREATE INDEX ix_calls_role ON calls (role, started_at);
+        CREATE INDEX ix_calls_harness ON calls (harness, started_at);
+        """,
+    ),
+    (
+        2,
+        "cache savings per call",
+        """
+        ALTER TABLE calls ADD COLUMN cache_savings_micros INTEGER;
+        CREATE INDEX ix_calls_outcome ON calls (outcome, started_at);
+        """,
+    ),
+)
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(connection: sqlite3.Connection) -> int:
+    """The highest migration applied to this database (0 for a new one)."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
+    )
+    row = connection.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(connection: sqlite3.Connection, upto: int = LATEST) -> int:
+    """Apply every pending migration up to `upto`, each in its own transaction; return the version."""
+    version = current_version(connection)
+    for number, name, sql in MIGRATIONS:
+        if number <= version or number > upto:
+            continue
+        with connection:
+            for statement in sql.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            connection.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (number, name, time.time()),
+            )
+        version = number
+    return version

@@ -1,0 +1,171 @@
+"""Prices per model, and exact costs in integer micro-USD.
+
+Sources, in order of precedence: the user's `[prices."provider/model"]` in config.toml (USD per
+million tokens), switch's bundled additions (`data/prices.json`), and litellm's bundled price table
+read as a data file (never imported, never fetched). A model found in none is *unpriced*: its cost
+is None, never 0.
+
+Token buckets are disjoint (uncached input, cache reads, cache writes, output), so each API's usage
+convention has already been normalised before a price is applied.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from switch.protocols.ir import Usage
+
+_BUNDLED = Path(__file__).resolve().parent / "data" / "prices.json"
+_MILLION = Decimal(1_000_000)
+# Our provider names → how litellm spells them as key prefixes.
+_PROVIDER_PREFIXES: dict[str, tuple[str, ...]] = {
+    "baseten": ("baseten/",),
+    "moonshot": ("moonshot/",),
+    "openrouter": ("openrouter/",),
+    "anthropic": ("", "anthropic/"),
+    "openai": ("", "openai/"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per token for each bucket, and where the figures came from."""
+
+    input: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+    output: Decimal
+    source: str
+
+    def cost_micros(self, usage: Usage) -> int:
+        """The exact cost of `usage` in micro-USD, rounded half up."""
+        total = (
+            self.input * usage.input_tokens
+            + self.cache_read * usage.cache_read_tokens
+            + self.cache_write * usage.cache_write_tokens
+            + self.output * usage.output_tokens
+        ) * _MILLION
+        return int(total.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def cache_savings_micros(self, usage: Usage) -> int:
+        """What cached reads saved against paying full input price for them."""
+        saved = (self.input - self.cache_read) * usage.cache_read_tokens * _MILLION
+        return int(saved.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def per_million(self) -> dict[str, float]:
+        """The prices in USD per million tokens (as people quote them)."""
+        return {
+            "input": float(self.input * _MILLION),
+            "cached_input": float(self.cache_read * _MILLION),
+            "cache_write": float(self.cache_write * _MILLION),
+            "output": float(self.output * _MILLION),
+        }
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return Decimal(str(value))
+    except ArithmeticError:
+        return None
+
+
+def _price_from_entry(entry: dict[str, Any], source: str) -> Price | None:
+    input_price = _decimal(entry.get("input_cost_per_token"))
+    output_price = _decimal(entry.get("output_cost_per_token"))
+    if input_price is None or output_price is None:
+        return None
+    cache_read = _decimal(entry.get("cache_read_input_token_cost"))
+    cache_write = _decimal(entry.get("cache_creation_input_token_cost"))
+    return Price(
+        input_price,
+        cache_read if cache_read is not None else input_price,
+        cache_write if cache_write is not None else input_price,
+        output_price,
+        source,
+    )
+
+
+def litellm_table_path() -> Path | None:
+    """Where litellm's bundled price table is, without importing litellm."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
+    return path if path.exists() else None
+
+
+class PriceTable:
+    """Looks up prices for `provider/model` references and plain model names."""
+
+    def __init__(self, overrides: dict[str, dict[str, float]] | None = None) -> None:
+        self._overrides = {key.lower(): value for key, value in (overrides or {}).items()}
+        self._entries: dict[str, tuple[dict[str, Any], str]] = {}
+        table = litellm_table_path()
+        if table is not None:
+            for key, entry in orjson.loads(table.read_bytes()).items():
+                if isinstance(entry, dict):
+                    self._entries[key.lower()] = (entry, f"litellm:{key}")
+        for key, entry in orjson.loads(_BUNDLED.read_bytes()).items():
+            if isinstance(entry, dict):
+                self._entries[key.lower()] = (entry, f"switch:{key}")
+
+    def _candidates(self, provider: str | None, model: str) -> list[str]:
+        keys: list[str] = []
+        if provider:
+            for prefix in _PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
+                keys.append(f"{prefix}{model}")
+        else:
+            keys.append(model)
+        return [key.lower() for key in keys]
+
+    def lookup(self, provider: str | None, model: str) -> Price | None:
+        """The price for `model` served by `provider` (or a plain model name), or None."""
+        if not model:
+            return None
+        reference = f"{provider}/{model}" if provider else model
+        override = self._overrides.get(reference.lower()) or self._overrides.get(model.lower())
+        if override is not None:
+            return self._override_price(override, reference)
+        for key in self._candidates(provider, model):
+            found = self._entries.get(key)
+            if found is not None:
+                price = _price_from_entry(*found)
+                if price is not None:
+                    return price
+        return None
+
+    def limits(self, provider: str | None, model: str) -> tuple[int | None, int | None]:
+        """(context window, max output tokens) from the table, when known."""
+        for key in self._candidates(provider, model):
+            found = self._entries.get(key)
+            if found is not None:
+                entry = found[0]
+                context, output = entry.get("max_input_tokens"), entry.get("max_output_tokens")
+                return (
+                    context if isinstance(context, int) else None,
+                    output if isinstance(output, int) else None,
+                )
+        return None, None
+
+    @staticmethod
+    def _override_price(override: dict[str, float], reference: str) -> Price:
+        def per_token(name: str, default: Decimal) -> Decimal:
+            value = _decimal(override.get(name))
+            return value / _MILLION if value is not None else default
+
+        input_price = per_token("input", Decimal(0))
+        return Price(
+            input_price,
+            per_token("cached_input", input_price),
+            per_token("cache_write", input_price),
+            per_token("output", Decimal(0)),
+            f"config:{reference}",
+        )
