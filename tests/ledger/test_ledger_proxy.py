@@ -1,0 +1,243 @@
+"""Calls through the real proxy land in the real SQLite ledger: tokens, costs, outcomes, and
+nothing lost when the database is locked or the proxy is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from switch.config import load_settings
+from switch.ledger.recorder import Recorder, spill_file
+from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
+from tests.fake_upstream import FakeChatUpstream, Reply, Turn
+from tests.servers import serve
+
+KIMI = (3.0, 0.3, 15.0)  # USD per million: input, cached input, output
+OPUS = (4.0, 0.2, 20.0)
+
+
+def by_hand(prices: tuple[float, float, float], uncached: int, cached: int, output: int) -> int:
+    return round(uncached * prices[0] + cached * prices[1] + output * prices[2])
+
+
+def rows(home: Path) -> list[dict[str, Any]]:
+    if not (home / "ledger.db").exists():
+        return []
+    connection = sqlite3.connect(f"file:{home / 'ledger.db'}?mode=ro", uri=True)
+    connection.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in connection.execute("SELECT * FROM calls ORDER BY id")]
+    except sqlite3.OperationalError:
+        return []  # not created or migrated yet
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def ledger_proxy(
+    fake_chat: tuple[FakeChatUpstream, str],
+    start_proxy: Callable[..., Proxy],
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Proxy, Recorder]]:
+    fake, url = fake_chat
+    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
+    (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
+    recorder = Recorder(load_settings())
+    recorder.start()
+    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}/v1"\n', sink=recorder, read_timeout=2.0)
+    proxy.upstream = fake
+    yield proxy, recorder
+    recorder.close()
+
+
+def test_rows_hold_usage_costs_and_timings_for_every_inbound_api(
+    ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path
+) -> None:
+    proxy, recorder = ledger_proxy
+    assert proxy.upstream is not None
+    turn = Turn(text="ok", prompt_tokens=1200, cached_tokens=1000, completion_tokens=80, reasoning_tokens=20)
+    proxy.upstream.script(*[turn] * 6)
+    claude = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
+    gpt = openai.OpenAI(base_url=proxy.url + "/v1", api_key=FAKE_CLIENT_KEY, max_retries=0)
+    message = [{"role": "user", "content": "hi"}]
+    claude.messages.create(model="claude-opus-5-5", max_tokens=100, messages=message)  # type: ignore[arg-type]
+    with claude.messages.stream(model="claude-opus-5-5", max_tokens=100, messages=message) as stream:  # type: ignore[arg-type]
+        stream.get_final_message()
+    gpt.chat.completions.create(model="gpt-5.5", messages=message)  # type: ignore[arg-type]
+    list(gpt.chat.completions.create(model="gpt-5.5", messages=message, stream=True))  # type: ignore[arg-type]
+    gpt.responses.create(model="gpt-5.5", input="hi")
+    with gpt.responses.stream(model="gpt-5.5", input="hi") as events:
+        events.get_final_response()
+    recorder.close()
+    recorded = rows(isolated_home)
+    assert [(r["inbound_api"], r["streamed"]) for r in recorded] == [
+        ("anthropic", 0),
+        ("anthropic", 1),
+        ("openai-chat", 0),
+        ("openai-chat", 1),
+        ("openai-responses", 0),
+        ("openai-responses", 1),
+    ]
+    for row in recorded:
+        assert row["outcome"] == "completed"
+        assert (row["input_tokens"], row["cache_read_tokens"], row["output_tokens"], row["reasoning_tokens"]) == (
+            200,
+            1000,
+            80,
+            20,
+        )
+        assert row["cost_micros"] == by_hand(KIMI, 200, 1000, 80)
+        assert row["served_model"] == "moonshotai/Kimi-K3" and row["provider"] == "baseten"
+        assert row["role"] == "orchestrator"
+        assert 0 < row["ttft_ms"] <= row["duration_ms"]
+    assert recorded[0]["native_cost_micros"] == by_hand(OPUS, 200, 1000, 80)
+    assert recorded[0]["requested_model"] == "claude-opus-5-5"
+    assert recorded[2]["native_price_source"] == "litellm:gpt-5.5"
+
+
+def test_failed_and_cancelled_calls_are_recorded(ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path) -> None:
+    proxy, recorder = ledger_proxy
+    assert proxy.upstream is not None
+    proxy.upstream.script(Reply(500, [b'{"error":{"message":"down"}}'], "application/json"))
+    with pytest.raises(anthropic.InternalServerError):
+        anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0).messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
+    chunks = [b'data: {"choices":[{"index":0,"delta":{"content":"tick tock "}}]}\n\n'] * 100
+    proxy.upstream.script(Reply(200, chunks, delay_between=0.05))
+    body = b'{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"x"}]}'
+    port = int(proxy.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        received = b""
+        while received.count(b"tick") < 3:
+            received += sock.recv(4096)
+    time.sleep(0.5)
+    recorder.close()
+    failed, cancelled = rows(isolated_home)
+    assert failed["outcome"] == "upstream_error" and failed["http_status"] == 500 and "down" in failed["error"]
+    assert cancelled["outcome"] == "client_cancelled" and cancelled["usage_reported"] == 0
+    assert cancelled["output_tokens"] > 0  # estimated from what was streamed before the disconnect
+
+
+def hold_lock(database: Path, seconds: float) -> subprocess.Popen[bytes]:
+    script = (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(database)!r}, isolation_level=None)\n"
+        "c.execute('BEGIN EXCLUSIVE')\n"
+        "print('locked', flush=True)\n"
+        f"time.sleep({seconds})\n"
+        "c.execute('COMMIT')\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    with process.stdout:
+        assert process.stdout.readline().strip() == b"locked"
+    return process
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
+def test_locked_database_loses_no_call(ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path) -> None:
+    proxy, recorder = ledger_proxy
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "warm"}])
+    wait_until(lambda: len(rows(isolated_home)) == 1)
+    locker = hold_lock(isolated_home / "ledger.db", 5)
+    started = time.monotonic()
+    for index in range(200):
+        response = client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
+        assert response.content
+    assert time.monotonic() - started < 5, "calls must not wait for the locked database"
+    assert spill_file().exists()
+    locker.wait(10)
+    wait_until(lambda: len(rows(isolated_home)) == 201)
+    assert not recorder.spill_pending()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Path) -> None:
+    fake = FakeChatUpstream()
+    with serve(fake) as url:
+        (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
+        env = {**os.environ, "BASETEN_API_KEY": FAKE_BASETEN_KEY}
+        log = isolated_home / "serve.log"
+
+        def start(port: int) -> subprocess.Popen[bytes]:
+            with log.open("ab") as output:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "switch", "serve", "--port", str(port), "--log-level", "info"],
+                    env=env,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                )
+            wait_until(lambda: _listening(port))
+            return process
+
+        port = free_port()
+        proxy = start(port)
+        client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key=FAKE_CLIENT_KEY, max_retries=0)
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "warm"}])
+        wait_until(lambda: (isolated_home / "ledger.db").exists() and len(rows(isolated_home)) == 1)
+        locker = hold_lock(isolated_home / "ledger.db", 30)
+        for index in range(50):
+            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
+        wait_until(lambda: spill_file().exists() and spill_file().read_bytes().count(b"\n") == 50)
+        proxy.send_signal(signal.SIGKILL)
+        proxy.wait(10)
+        locker.kill()
+        locker.wait(10)
+        restarted = start(free_port())
+        try:
+            wait_until(lambda: len(rows(isolated_home)) == 51)
+        finally:
+            restarted.terminate()
+            restarted.wait(10)
+        assert not spill_file().exists()
+        export = subprocess.run(
+            [sys.executable, "-m", "switch", "export", "--format", "csv"], env=env, capture_output=True, check=True
+        ).stdout
+        assert export.count(b"\n") == 52
+        for secret in (FAKE_BASETEN_KEY.encode(), FAKE_CLIENT_KEY.encode()):
+            for blob in (
+                (isolated_home / "ledger.db").read_bytes(),
+                log.read_bytes(),
+                export,
+            ):
+                assert secret not in blob
+
+
+def _listening(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -1,0 +1,95 @@
+"""Prices from the bundled tables, exact micro-dollar costs, and the migrated schema."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from switch.config import load_settings
+from switch.ledger.migrations import LATEST, MIGRATIONS, current_version, migrate
+from switch.ledger.models import Call
+from switch.ledger.pricing import PriceTable
+from switch.ledger.record import CallRecord
+from switch.ledger.recorder import COLUMNS, Pricer
+from switch.protocols.ir import Usage
+
+
+def test_kimi_k3_on_baseten_costs_to_the_micro_dollar() -> None:
+    price = PriceTable().lookup("baseten", "moonshotai/Kimi-K3")
+    assert price is not None and price.source == "litellm:baseten/moonshotai/Kimi-K3"
+    # $3.00 input, $0.30 cached input, $15.00 output per million tokens
+    usage = Usage(input_tokens=1000, cache_read_tokens=500, output_tokens=200)
+    assert price.cost_micros(usage) == 1000 * 3 + 500 * 0.3 + 200 * 15 == 6150
+    assert price.cost_micros(Usage(input_tokens=1, output_tokens=0)) == 3
+    assert price.cache_savings_micros(usage) == 500 * (3 - 0.3) == 1350
+
+
+def test_claude_and_gpt_counterfactual_prices() -> None:
+    table = PriceTable()
+    opus = table.lookup("anthropic", "claude-opus-5-5")
+    assert opus is not None
+    usage = Usage(input_tokens=1000, cache_read_tokens=500, cache_write_tokens=100, output_tokens=200)
+    assert opus.cost_micros(usage) == 1000 * 4 + 500 * 0.2 + 100 * 5 + 200 * 20
+    assert table.lookup("openai", "gpt-5.5") is not None
+    assert table.lookup("moonshot", "kimi-k3") is not None
+
+
+def test_unknown_model_is_unpriced_and_overrides_win() -> None:
+    assert PriceTable().lookup("baseten", "nobody/never-heard-of-it") is None
+    table = PriceTable({"baseten/moonshotai/Kimi-K3": {"input": 1.0, "cached_input": 0.1, "output": 2.0}})
+    price = table.lookup("baseten", "moonshotai/Kimi-K3")
+    assert price is not None and price.source == "config:baseten/moonshotai/Kimi-K3"
+    assert price.cost_micros(Usage(input_tokens=1_000_000, cache_read_tokens=1_000_000, output_tokens=1_000_000)) == (
+        3_100_000
+    )
+
+
+def record(**fields: object) -> CallRecord:
+    base: dict[str, object] = {
+        "started_at": 1.0,
+        "harness": "claude-code",
+        "role": "subagent",
+        "preset": "hybrid",
+        "requested_model": "claude-opus-5-5",
+        "provider": "baseten",
+        "served_model": "moonshotai/Kimi-K3",
+        "inbound_api": "anthropic",
+        "upstream_api": "openai-chat",
+        "streamed": True,
+        "outcome": "completed",
+        "http_status": 200,
+        "input_tokens": 2000,
+        "cache_read_tokens": 8000,
+        "output_tokens": 300,
+        "ttft_ms": 200.0,
+        "duration_ms": 1200.0,
+    }
+    base.update(fields)
+    return CallRecord(**base)  # type: ignore[arg-type]
+
+
+def test_row_carries_cost_native_cost_and_the_prices_used() -> None:
+    row = Pricer(load_settings()).row(record())
+    assert row["cost_micros"] == 2000 * 3 + 8000 * 0.3 + 300 * 15
+    assert row["native_cost_micros"] == 2000 * 4 + 8000 * 0.2 + 300 * 20
+    assert (row["price_input"], row["price_cached_input"], row["price_output"]) == (3.0, 0.3, 15.0)
+    assert row["native_price_source"] == "litellm:claude-opus-5-5"
+    assert row["output_tps"] == 300 / 1.0
+
+
+def test_unknown_requested_model_falls_back_to_the_baseline() -> None:
+    row = Pricer(load_settings()).row(record(requested_model="env-main-model", provider="nobody", served_model="x"))
+    assert row["cost_micros"] is None and row["price_source"] is None
+    assert row["native_price_source"] == "litellm:claude-opus-5-5"
+
+
+def test_migrations_from_empty_and_from_every_earlier_version(tmp_path: Path) -> None:
+    for start in range(0, LATEST + 1):
+        connection = sqlite3.connect(tmp_path / f"from-{start}.db")
+        migrate(connection, upto=start)
+        assert current_version(connection) == start
+        assert migrate(connection) == LATEST
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(calls)")]
+        assert set(columns) == {"id", *COLUMNS} == set(Call.model_fields)
+        connection.close()
+    assert [number for number, _, _ in MIGRATIONS] == list(range(1, LATEST + 1))
