@@ -37,3 +37,8 @@ def lookup(provider: str, env_var: str | None) -> tuple[str | None, str | None]:
     if value:
         return value, "keyring"
     return None, None
+
+
+def sources(providers: dict[str, str | None]) -> dict[str, str | None]:
+    """Where each provider's key comes from (`env:NAME`, `keyring`), or None; never the key itself."""
+    return {name: lookup(name, env_var)[1] for name, env_var in providers.items()}

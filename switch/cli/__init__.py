@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from switch.cli import ledger, presets, serve
+from switch.cli import dash, ledger, presets, serve
 
 app = typer.Typer(
     name="switch",
@@ -24,6 +24,7 @@ def _root() -> None:
 serve.register(app)
 presets.register(app)
 ledger.register(app)
+dash.register(app)
 
 
 def main() -> None:

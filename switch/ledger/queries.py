@@ -225,6 +225,39 @@ def sessions(
     return rows
 
 
+def series(
+    connection: sqlite3.Connection,
+    since: float | None,
+    until: float | None,
+    bucket_seconds: int,
+    by: str = "model",
+) -> list[tuple[float, str, int]]:
+    """Spend per time bucket and group: (bucket start, group, micro-USD), oldest first."""
+    where, params = _where(since, until)
+    group_sql = GROUPS[by]
+    sql = f"""
+        SELECT CAST(started_at / ? AS INTEGER) * ? AS bucket, {group_sql} AS grp, SUM(COALESCE(cost_micros, 0))
+        FROM calls {where} GROUP BY bucket, grp ORDER BY bucket
+    """
+    return [(row[0], row[1], row[2]) for row in connection.execute(sql, [bucket_seconds, bucket_seconds, *params])]
+
+
+def recent_problems(connection: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:
+    """The latest failed or fallen-back calls."""
+    cursor = connection.execute(
+        "SELECT * FROM calls WHERE outcome != 'completed' OR fallback_attempt > 0 ORDER BY id DESC LIMIT ?", (limit,)
+    )
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def connect(path: Any = None) -> sqlite3.Connection | None:
+    """A read-only connection to the ledger, or None when nothing has been recorded yet."""
+    from switch.ledger.db import open_read_only
+
+    return open_read_only(path)
+
+
 def micros_to_usd(value: int | None) -> str:
     """Micro-USD as dollars for people; unpriced stays visibly unpriced."""
     if value is None:

@@ -1,0 +1,164 @@
+"""The dashboard on a seeded ledger with a frozen clock: totals, filters, details, presets, live rows."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, Select, Static
+
+from switch.routing.presets import active_name
+from tests.ledger_seed import FROZEN_NOW, seed_ledger
+from ui import format as fmt
+from ui.app import EMPTY_HELP, make_app
+from ui.screens.detail import CallDetail
+
+ROWS = 300
+SPAN = 3 * 86400
+
+
+@pytest.fixture
+def ledger(isolated_home: Path) -> Path:
+    (isolated_home / "config.toml").write_text("[server]\nport = 9\n")  # nothing listens on port 9
+    path = isolated_home / "ledger.db"
+    seed_ledger(path, ROWS, FROZEN_NOW, SPAN)
+    return path
+
+
+def expected_spend(path: Path, since: float | None) -> int:
+    connection = sqlite3.connect(path)
+    total = 0
+    for started_at, cost in connection.execute("SELECT started_at, cost_micros FROM calls"):
+        if (since is None or started_at >= since) and cost is not None:
+            total += cost
+    connection.close()
+    return total
+
+
+def card(app: Any, name: str) -> str:
+    return str(app.query_one(f"#card-{name}", Static).render())
+
+
+async def settle(app: Any, pilot: Any) -> None:
+    await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.05)
+
+
+async def test_time_ranges_change_totals_to_hand_computed_values(ledger: Path) -> None:
+    app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        from switch.ledger.queries import parse_time
+
+        today = expected_spend(ledger, parse_time("today", FROZEN_NOW))
+        assert fmt.money(today) in card(app, "spend")
+        await pilot.press("r")  # 7 days: the whole seeded span
+        await settle(app, pilot)
+        assert fmt.money(expected_spend(ledger, None)) in card(app, "spend")
+        unpriced = sqlite3.connect(ledger).execute("SELECT COUNT(*) FROM calls WHERE cost_micros IS NULL").fetchone()[0]
+        assert unpriced > 0 and f"{unpriced} unpriced" in str(app.query_one("#range", Static).render())
+        assert card(app, "spend").startswith("Spend*")
+        await pilot.press("r", "r", "r")  # back round to the last hour
+        await settle(app, pilot)
+        assert fmt.money(expected_spend(ledger, FROZEN_NOW - 3600)) in card(app, "spend")
+
+
+async def test_filters_and_detail_view(ledger: Path) -> None:
+    app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        table = app.query_one("#calls-table", DataTable)
+        assert table.row_count == 200  # the first page
+        app.query_one("#filter-harness", Select).value = "codex"
+        await settle(app, pilot)
+        assert table.row_count == ROWS // 3
+        assert {table.get_row_at(i)[1] for i in range(table.row_count)} == {"codex"}
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, CallDetail)
+        assert app.screen.row["harness"] == "codex"
+        assert app.screen.row["id"] == int(table.coordinate_to_cell_key((0, 0)).row_key.value or 0)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, CallDetail)
+
+
+async def test_paging_loads_older_calls(ledger: Path) -> None:
+    app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        table = app.query_one("#calls-table", DataTable)
+        table.focus()
+        table.move_cursor(row=table.row_count - 1)
+        await settle(app, pilot)
+        assert table.row_count == ROWS
+
+
+async def test_sessions_enter_filters_calls(ledger: Path) -> None:
+    app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("r")  # 7 days
+        await pilot.press("s")
+        await settle(app, pilot)
+        sessions = app.query_one("#sessions-table", DataTable)
+        assert sessions.row_count == ROWS // 40 + 1
+        sessions.focus()
+        await pilot.press("enter")
+        await settle(app, pilot)
+        calls = app.query_one("#calls-table", DataTable)
+        assert 0 < calls.row_count <= 40
+        assert app.filters.session is not None
+
+
+async def test_switching_preset_from_dashboard_writes_active_preset(ledger: Path) -> None:
+    app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+        table = app.query_one("#presets-table", DataTable)
+        names = [table.get_row_at(i)[1] for i in range(table.row_count)]
+        table.focus()
+        table.move_cursor(row=names.index("kimi-k3"))
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert active_name() == "kimi-k3"
+        assert table.get_row_at(names.index("kimi-k3"))[0] == "●"
+
+
+async def test_empty_ledger_shows_how_to_start(isolated_home: Path) -> None:
+    app = make_app(isolated_home / "ledger.db", clock=lambda: FROZEN_NOW, poll=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert str(app.query_one("#empty", Static).render()) == EMPTY_HELP
+
+
+async def test_new_calls_written_by_another_process_appear(ledger: Path) -> None:
+    app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=0.2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("c")
+        await settle(app, pilot)
+        table = app.query_one("#calls-table", DataTable)
+        before = table.row_count
+        writer = (
+            "import sys; sys.path.insert(0, '.')\n"
+            "from tests.ledger_seed import seeded_rows\n"
+            "from switch.ledger.db import open_for_writing\n"
+            "from switch.ledger.recorder import _INSERT\n"
+            f"c = open_for_writing(__import__('pathlib').Path({str(ledger)!r}))\n"
+            f"rows = seeded_rows(5, {FROZEN_NOW + 60}, 60)\n"
+            "with c:\n    c.executemany(_INSERT, rows)\n"
+        )
+        subprocess.run([sys.executable, "-c", writer], check=True, cwd=Path(__file__).parents[2])
+        for _ in range(40):
+            await pilot.pause(0.1)
+            if table.row_count == before + 5:
+                break
+        assert table.row_count == before + 5
+        assert table.get_row_at(0)[0].startswith("11-18")

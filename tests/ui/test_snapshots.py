@@ -1,0 +1,41 @@
+"""Snapshots of every screen at 80x24 and 160x48 (seeded ledger, frozen clock, UTC)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ledger_seed import FROZEN_NOW, seed_ledger
+from ui.app import make_app
+
+
+@pytest.fixture
+def snapshot_ledger(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    (isolated_home / "config.toml").write_text("[server]\nport = 9\n")
+    path = isolated_home / "ledger.db"
+    seed_ledger(path, 300, FROZEN_NOW, 3 * 86400)
+    return path
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.parametrize("keys", [(), ("r", "r"), ("c",), ("s", "r", "r"), ("p",)])
+def test_screen_snapshot(
+    snap_compare: Any, snapshot_ledger: Path, size: tuple[int, int], keys: tuple[str, ...]
+) -> None:
+    app = make_app(snapshot_ledger, clock=lambda: FROZEN_NOW, poll=3600)
+
+    async def settle(pilot: Any) -> None:
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause(0.05)
+            await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=size, run_before=settle)

@@ -1,0 +1,32 @@
+"""Formatting for people: money, durations, rates; unpriced is never shown as $0."""
+
+from __future__ import annotations
+
+from switch.ledger.queries import micros_to_usd
+
+
+def money(value: int | None) -> str:
+    """Micro-USD as dollars, or `unpriced`."""
+    return micros_to_usd(value)
+
+
+def pct(value: float | None) -> str:
+    """A fraction as a percentage."""
+    return "-" if value is None else f"{value:.0%}"
+
+
+def ms(value: float | None) -> str:
+    """Milliseconds, compact."""
+    if value is None:
+        return "-"
+    return f"{value / 1000:.1f}s" if value >= 10_000 else f"{value:,.0f}ms"
+
+
+def rate(value: float | None) -> str:
+    """Tokens per second."""
+    return "-" if value is None else f"{value:,.0f}/s"
+
+
+def count(value: int | None) -> str:
+    """A whole number with thousands separators."""
+    return f"{value or 0:,}"

@@ -1,0 +1,52 @@
+"""Every recorded field of one call, in a modal."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ui import format as fmt
+
+_MONEY = {"cost_micros", "native_cost_micros", "cache_savings_micros"}
+_MS = {"ttft_ms", "duration_ms"}
+
+
+def describe(field_name: str, value: Any) -> str:
+    """One field as text for people."""
+    if field_name in _MONEY:
+        return fmt.money(value)
+    if field_name in _MS:
+        return fmt.ms(value)
+    if field_name == "started_at" and isinstance(value, int | float):
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    if field_name == "output_tps":
+        return fmt.rate(value)
+    if value is None:
+        return "-"
+    return str(value)
+
+
+class CallDetail(ModalScreen[None]):
+    """The detail view of one call."""
+
+    BINDINGS = [Binding("escape,q,enter", "dismiss", "Close")]
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        super().__init__()
+        self.row = row
+
+    def compose(self) -> ComposeResult:
+        lines = [f"[b]{name}[/b]: {describe(name, value)}" for name, value in self.row.items()]
+        with VerticalScroll(id="detail"):
+            yield Static(f"Call #{self.row.get('id')}", id="detail-title")
+            yield Static("\n".join(lines), id="detail-body", markup=True)
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        """Close the detail view."""
+        self.dismiss(None)
