@@ -259,6 +259,8 @@ class SwitchDashboard(App[None]):
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
+        if not self.is_running or not self.query("#empty"):
+            return  # a late result while the app shuts down
         empty = self.query_one("#empty", Static)
         if message.kind == "empty":
             empty.update(EMPTY_HELP)

@@ -66,6 +66,56 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         """,
     ),
 )
+ROLLUP_KEYS = ("hour", "harness", "role", "preset", "provider", "served_model", "requested_model")
+SESSION_KEYS = ("hour", "session_id", "harness")
+ROLLUP_SUMS = (
+    "calls",
+    "errors",
+    "fallbacks",
+    "spend_micros",
+    "unpriced",
+    "native_micros",
+    "savings_micros",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "cache_savings_micros",
+)
+_SUM_SELECT = """COUNT(*), SUM(outcome != 'completed'), SUM(fallback_attempt > 0), COALESCE(SUM(cost_micros), 0),
+               SUM(cost_micros IS NULL), COALESCE(SUM(native_cost_micros), 0),
+               COALESCE(SUM(CASE WHEN cost_micros IS NOT NULL AND native_cost_micros IS NOT NULL
+                                 THEN native_cost_micros - cost_micros END), 0),
+               SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens),
+               COALESCE(SUM(cache_savings_micros), 0), MIN(started_at), MAX(started_at)"""
+_SUM_COLUMNS = ", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in ROLLUP_SUMS)
+MIGRATIONS = (
+    *MIGRATIONS,
+    (
+        3,
+        "hourly rollups for reports",
+        f"""
+        CREATE TABLE rollup (
+            hour INTEGER NOT NULL, harness TEXT NOT NULL, role TEXT NOT NULL, preset TEXT NOT NULL,
+            provider TEXT NOT NULL, served_model TEXT NOT NULL, requested_model TEXT NOT NULL,
+            {_SUM_COLUMNS}, first_at REAL, last_at REAL,
+            PRIMARY KEY ({", ".join(ROLLUP_KEYS)})
+        ) WITHOUT ROWID;
+        INSERT INTO rollup
+        SELECT CAST(started_at / 3600 AS INTEGER) * 3600, harness, role, preset, provider, served_model,
+               requested_model, {_SUM_SELECT}
+        FROM calls GROUP BY 1, 2, 3, 4, 5, 6, 7;
+        CREATE TABLE rollup_session (
+            hour INTEGER NOT NULL, session_id TEXT NOT NULL, harness TEXT NOT NULL,
+            {_SUM_COLUMNS}, first_at REAL, last_at REAL,
+            PRIMARY KEY ({", ".join(SESSION_KEYS)})
+        ) WITHOUT ROWID;
+        INSERT INTO rollup_session
+        SELECT CAST(started_at / 3600 AS INTEGER) * 3600, COALESCE(session_id, ''), harness, {_SUM_SELECT}
+        FROM calls GROUP BY 1, 2, 3;
+        """,
+    ),
+)
 LATEST = MIGRATIONS[-1][0]
 
 

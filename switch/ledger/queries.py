@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import statistics
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -19,6 +20,21 @@ GROUPS: dict[str, str] = {
     "provider": "provider",
     "requested": "requested_model || ' → ' || served_model",
 }
+# The same groups over the hourly rollups (session ids are stored there as '' for none).
+ROLLUP_GROUPS: dict[str, str] = {
+    **GROUPS,
+    "day": "strftime('%Y-%m-%d', hour, 'unixepoch', 'localtime')",
+    "session": "CASE WHEN session_id = '' THEN '(none)' ELSE session_id END",
+}
+_CALLS_SUMS = """COUNT(*), SUM(outcome != 'completed'), SUM(fallback_attempt > 0), SUM(cost_micros),
+    SUM(cost_micros IS NULL), SUM(native_cost_micros),
+    SUM(CASE WHEN cost_micros IS NOT NULL AND native_cost_micros IS NOT NULL THEN native_cost_micros - cost_micros END),
+    SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens),
+    SUM(cache_savings_micros), MIN(started_at), MAX(started_at)"""
+_ROLLUP_SUMS = """SUM(calls), SUM(errors), SUM(fallbacks), SUM(spend_micros), SUM(unpriced), SUM(native_micros),
+    SUM(savings_micros), SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens),
+    SUM(cache_savings_micros), MIN(first_at), MAX(last_at)"""
+MEDIAN_SAMPLE = 5_000
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -65,19 +81,92 @@ def _where(since: float | None, until: float | None, extra: dict[str, str] | Non
 
 
 def _medians(
-    connection: sqlite3.Connection, group_sql: str, column: str, where: str, params: list[Any]
-) -> dict[Any, float]:
-    # Window functions give each group's middle value without pulling every row into Python.
-    condition = f"{where} AND {column} IS NOT NULL" if where else f"WHERE {column} IS NOT NULL"
-    sql = f"""
-        SELECT grp, AVG(value) FROM (
-            SELECT {group_sql} AS grp, {column} AS value,
-                   ROW_NUMBER() OVER (PARTITION BY {group_sql} ORDER BY {column}) AS position,
-                   COUNT(*) OVER (PARTITION BY {group_sql}) AS total
-            FROM calls {condition}
-        ) WHERE position IN ((total + 1) / 2, (total + 2) / 2) GROUP BY grp
+    connection: sqlite3.Connection, group_sql: str, where: str, params: list[Any]
+) -> tuple[dict[Any, float], dict[Any, float]]:
+    """Median TTFT and median output tokens/s per group.
+
+    Exact up to MEDIAN_SAMPLE calls; above that, computed over MEDIAN_SAMPLE calls picked evenly by
+    id across the range (ids follow time), so a million-row ledger answers in milliseconds.
     """
-    return {row[0]: row[1] for row in connection.execute(sql, params)}
+    low, high = connection.execute(f"SELECT MIN(id), MAX(id) FROM calls {where}", params).fetchone()
+    if low is None:
+        return {}, {}
+    condition = where
+    sample_params = list(params)
+    if high - low + 1 > MEDIAN_SAMPLE:
+        step = (high - low + 1) / MEDIAN_SAMPLE
+        ids = sorted({low + int(index * step) for index in range(MEDIAN_SAMPLE)})
+        placeholders = ",".join("?" * len(ids))
+        condition = f"{where} AND id IN ({placeholders})" if where else f"WHERE id IN ({placeholders})"
+        sample_params += ids
+    ttfts: dict[Any, list[float]] = {}
+    rates: dict[Any, list[float]] = {}
+    for group, ttft, tps in connection.execute(
+        f"SELECT {group_sql}, ttft_ms, output_tps FROM calls {condition}", sample_params
+    ):
+        if ttft is not None:
+            ttfts.setdefault(group, []).append(ttft)
+        if tps is not None:
+            rates.setdefault(group, []).append(tps)
+    return {g: statistics.median(v) for g, v in ttfts.items()}, {g: statistics.median(v) for g, v in rates.items()}
+
+
+def _merge(target: dict[Any, list[Any]], rows: Any) -> None:
+    for row in rows:
+        group, values = row[0], list(row[1:])
+        current = target.get(group)
+        if current is None:
+            target[group] = values
+            continue
+        for position, value in enumerate(values):
+            if value is None:
+                continue
+            if current[position] is None:
+                current[position] = value
+            elif position == 12:
+                current[position] = min(current[position], value)
+            elif position == 13:
+                current[position] = max(current[position], value)
+            else:
+                current[position] += value
+
+
+def _aggregate(
+    connection: sqlite3.Connection, by: str | None, since: float | None, until: float | None
+) -> dict[Any, list[Any]]:
+    """Per-group sums: whole hours from the rollup table, the partial hours at the edges from calls."""
+    first_hour = None if since is None else -(-int(since) // 3600) * 3600
+    last_hour = None if until is None else int(until) // 3600 * 3600
+    merged: dict[Any, list[Any]] = {}
+    clauses, params = [], []
+    if first_hour is not None:
+        clauses.append("hour >= ?")
+        params.append(first_hour)
+    if last_hour is not None:
+        clauses.append("hour < ?")
+        params.append(last_hour)
+    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+    rollup_group = ROLLUP_GROUPS[by] if by else "'all'"
+    table = "rollup_session" if by == "session" else "rollup"
+    _merge(merged, connection.execute(f"SELECT {rollup_group}, {_ROLLUP_SUMS} FROM {table} {where} GROUP BY 1", params))
+    calls_group = GROUPS[by] if by else "'all'"
+    edges: list[tuple[float | None, float | None]] = []
+    if since is not None and first_hour is not None:
+        edges.append((since, float(first_hour) if until is None else min(float(first_hour), until)))
+    if until is not None and last_hour is not None:
+        edges.append((max(float(last_hour), since) if since is not None else float(last_hour), until))
+    if since is not None and until is not None and first_hour is not None and last_hour is not None:
+        if first_hour >= last_hour:  # the range lies inside one or two partial hours: count it once
+            edges = [(since, until)]
+    for low, high in edges:
+        if low is not None and high is not None and low >= high:
+            continue
+        edge_where, edge_params = _where(low, high)
+        _merge(
+            merged,
+            connection.execute(f"SELECT {calls_group}, {_CALLS_SUMS} FROM calls {edge_where} GROUP BY 1", edge_params),
+        )
+    return merged
 
 
 def spend(
@@ -90,30 +179,19 @@ def spend(
     """Spend, native estimate, savings, calls, errors, cache use and medians, per group (or in total)."""
     group_sql = GROUPS[by] if by else "'all'"
     where, params = _where(since, until, filters)
-    sql = f"""
-        SELECT {group_sql} AS grp,
-               COUNT(*) AS calls,
-               SUM(outcome != 'completed') AS errors,
-               SUM(fallback_attempt > 0) AS fallbacks,
-               SUM(cost_micros) AS spend_micros,
-               SUM(cost_micros IS NULL) AS unpriced,
-               SUM(native_cost_micros) AS native_micros,
-               SUM(CASE WHEN cost_micros IS NOT NULL AND native_cost_micros IS NOT NULL
-                        THEN native_cost_micros - cost_micros END) AS savings_micros,
-               SUM(input_tokens) AS input_tokens,
-               SUM(cache_read_tokens) AS cache_read_tokens,
-               SUM(cache_write_tokens) AS cache_write_tokens,
-               SUM(output_tokens) AS output_tokens,
-               SUM(cache_savings_micros) AS cache_savings_micros,
-               MIN(started_at) AS first_at,
-               MAX(started_at) AS last_at
-        FROM calls {where} GROUP BY grp ORDER BY spend_micros DESC, calls DESC
-    """
-    rows = [dict(zip(_SPEND_KEYS, row, strict=True)) for row in connection.execute(sql, params)]
-    ttft = _medians(connection, group_sql, "ttft_ms", where, params)
-    tps = _medians(connection, group_sql, "output_tps", where, params)
+    if filters:
+        sql = f"SELECT {group_sql}, {_CALLS_SUMS} FROM calls {where} GROUP BY 1"
+        merged: dict[Any, list[Any]] = {}
+        _merge(merged, connection.execute(sql, params))
+    else:
+        merged = _aggregate(connection, by, since, until)
+    rows = [dict(zip(_SPEND_KEYS, (group, *values), strict=True)) for group, values in merged.items()]
+    rows.sort(key=lambda row: (-(row["spend_micros"] or 0), -(row["calls"] or 0)))
+    ttft, tps = _medians(connection, group_sql, where, params)
     for row in rows:
         group = row["grp"]
+        if row["unpriced"] and row["unpriced"] == row["calls"]:
+            row["spend_micros"] = row["savings_micros"] = None  # nothing priced: unknown, not free
         total_input = (row["input_tokens"] or 0) + (row["cache_read_tokens"] or 0) + (row["cache_write_tokens"] or 0)
         row["cache_hit_rate"] = (row["cache_read_tokens"] or 0) / total_input if total_input else None
         row["median_ttft_ms"] = ttft.get(group)

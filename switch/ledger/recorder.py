@@ -25,6 +25,7 @@ import orjson
 from switch import locations
 from switch.config import Settings
 from switch.ledger.db import open_for_writing
+from switch.ledger.migrations import ROLLUP_KEYS, ROLLUP_SUMS, SESSION_KEYS
 from switch.ledger.pricing import PriceTable
 from switch.ledger.record import CallRecord
 from switch.protocols.ir import Usage
@@ -73,6 +74,71 @@ COLUMNS: tuple[str, ...] = (
 )
 _INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
 _STOP = object()
+
+
+def _upsert(table: str, keys: tuple[str, ...]) -> str:
+    return (
+        f"INSERT INTO {table} ({', '.join(keys)}, {', '.join(ROLLUP_SUMS)}, first_at, last_at) "
+        f"VALUES ({', '.join('?' for _ in (*keys, *ROLLUP_SUMS))}, ?, ?) "
+        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET "
+        + ", ".join(f"{name} = {name} + excluded.{name}" for name in ROLLUP_SUMS)
+        + ", first_at = MIN(first_at, excluded.first_at), last_at = MAX(last_at, excluded.last_at)"
+    )
+
+
+_UPSERT_ROLLUP = _upsert("rollup", ROLLUP_KEYS)
+_UPSERT_SESSION = _upsert("rollup_session", SESSION_KEYS)
+
+
+def _sums(rows: list[dict[str, Any]], key_of: Any) -> list[tuple[Any, ...]]:
+    sums: dict[tuple[Any, ...], list[Any]] = {}
+    for row in rows:
+        key = key_of(row)
+        cost, native = row["cost_micros"], row["native_cost_micros"]
+        values = (
+            1,
+            int(row["outcome"] != "completed"),
+            int(row["fallback_attempt"] > 0),
+            cost or 0,
+            int(cost is None),
+            native or 0,
+            native - cost if cost is not None and native is not None else 0,
+            row["input_tokens"],
+            row["cache_read_tokens"],
+            row["cache_write_tokens"],
+            row["output_tokens"],
+            row["cache_savings_micros"] or 0,
+        )
+        current = sums.get(key)
+        if current is None:
+            sums[key] = [*values, row["started_at"], row["started_at"]]
+        else:
+            for position, value in enumerate(values):
+                current[position] += value
+            current[-2] = min(current[-2], row["started_at"])
+            current[-1] = max(current[-1], row["started_at"])
+    return [(*key, *value) for key, value in sums.items()]
+
+
+def rollup_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Per-hour sums of a batch of rows, keyed like the `rollup` table."""
+    return _sums(
+        rows,
+        lambda row: (
+            int(row["started_at"] // 3600) * 3600,
+            row["harness"],
+            row["role"],
+            row["preset"],
+            row["provider"],
+            row["served_model"],
+            row["requested_model"],
+        ),
+    )
+
+
+def session_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Per-hour sums of a batch of rows by session, keyed like the `rollup_session` table."""
+    return _sums(rows, lambda row: (int(row["started_at"] // 3600) * 3600, row["session_id"] or "", row["harness"]))
 
 
 def spill_file() -> Path:
@@ -220,6 +286,8 @@ class Recorder:
         connection = self._connect()
         with connection:
             connection.executemany(_INSERT, [tuple(row[c] for c in COLUMNS) for row in rows])
+            connection.executemany(_UPSERT_ROLLUP, rollup_deltas(rows))
+            connection.executemany(_UPSERT_SESSION, session_deltas(rows))
         self.written += len(rows)
 
     def _write(self, rows: list[dict[str, Any]]) -> None:

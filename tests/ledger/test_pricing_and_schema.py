@@ -93,3 +93,64 @@ def test_migrations_from_empty_and_from_every_earlier_version(tmp_path: Path) ->
         assert set(columns) == {"id", *COLUMNS} == set(Call.model_fields)
         connection.close()
     assert [number for number, _, _ in MIGRATIONS] == list(range(1, LATEST + 1))
+
+
+def test_spend_from_rollup_matches_a_full_scan(tmp_path: Path) -> None:
+    import random
+
+    from switch.ledger import queries
+    from tests.ledger_seed import FROZEN_NOW, seed_ledger
+
+    path = tmp_path / "ledger.db"
+    seed_ledger(path, 2000, FROZEN_NOW, 5 * 86400)
+    connection = sqlite3.connect(path)
+    connection.execute("DELETE FROM rollup")
+    connection.execute("DELETE FROM rollup_session")
+    connection.commit()
+    # Rebuild the rollup the way the writer does, batch by batch.
+    from switch.ledger.recorder import _UPSERT_ROLLUP, _UPSERT_SESSION, COLUMNS, rollup_deltas, session_deltas
+
+    select = f"SELECT {', '.join(COLUMNS)} FROM calls"
+    rows = [dict(zip(COLUMNS, row, strict=True)) for row in connection.execute(select)]
+    for start in range(0, len(rows), 333):
+        connection.executemany(_UPSERT_ROLLUP, rollup_deltas(rows[start : start + 333]))
+        connection.executemany(_UPSERT_SESSION, session_deltas(rows[start : start + 333]))
+    connection.commit()
+    rng = random.Random(3)
+    keys = (
+        "calls",
+        "errors",
+        "fallbacks",
+        "spend_micros",
+        "unpriced",
+        "native_micros",
+        "savings_micros",
+        "input_tokens",
+        "cache_read_tokens",
+        "output_tokens",
+        "cache_savings_micros",
+    )
+    cases = [(None, None), (FROZEN_NOW - 3600, None), (None, FROZEN_NOW - 86400)]
+    for _ in range(20):
+        low = FROZEN_NOW - rng.random() * 6 * 86400
+        cases.append((low, low + rng.random() * 2 * 86400))
+        cases.append((low, low + rng.random() * 1800))
+    for since, until in cases:
+        for by in (None, "model", "day", "session"):
+            fast = {r["grp"]: [r[k] for k in keys] for r in queries.spend(connection, by, since, until)}
+            where, params = queries._where(since, until)
+            group = queries.GROUPS[by] if by else "'all'"
+            slow_sql = f"SELECT {group}, {queries._CALLS_SUMS} FROM calls {where} GROUP BY 1"
+            slow: dict[object, list[object]] = {}
+            queries._merge(slow, connection.execute(slow_sql, params))
+            expected = {
+                group_key: [dict(zip(queries._SPEND_KEYS[1:], values, strict=True))[k] for k in keys]
+                for group_key, values in slow.items()
+            }
+            for values in expected.values():
+                for index, key in enumerate(keys):
+                    if values[index] is None and key in ("spend_micros", "savings_micros"):
+                        values[index] = None
+            assert {g: [v or 0 for v in vs] for g, vs in fast.items()} == {
+                g: [v or 0 for v in vs] for g, vs in expected.items()
+            }, (since, until, by)
