@@ -38,7 +38,7 @@ from switch.proxy.adapters import (
     UpstreamApi,
 )
 from switch.proxy.exchange import Exchange, new_id
-from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
+from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionAffinity
 from switch.proxy.upstream import UpstreamPool, UpstreamResponse
 from switch.routing.classify import classify
 from switch.routing.presets import PresetManager, TargetOptions
@@ -174,6 +174,7 @@ class Relay:
         self.reasoning = ReasoningCache()
         self.keys = KeyCache()
         self.responses = ResponseStore()
+        self.affinity = SessionAffinity()
         self._targets: dict[tuple[str, str], Target] = {}
 
     def _resolve(self, reference: str, inbound: InboundApi) -> Target:
@@ -224,6 +225,11 @@ class Relay:
             return
         info = classify(exchange.headers, body)
         preset = self.presets.active
+        if info.session_id and self.settings.routing.affinity == "session":
+            # A session keeps the routes it started with: its upstream prefix cache stays warm.
+            preset = self.affinity.pin(info.session_id, info.agent_id, preset)
+        if request.cache_key is None and info.session_id:
+            request = replace(request, cache_key=info.session_id)
         meter.requested_model = request.model
         meter.streamed = request.stream
         meter.session_id = info.session_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from typing import Any
 
 from switch import keys
 from switch.protocols.ir import Message
@@ -65,3 +66,30 @@ class ResponseStore:
     def get(self, response_id: str) -> tuple[Message, ...] | None:
         """The conversation up to and including `response_id`, if still kept."""
         return self._entries.get(response_id)
+
+
+class SessionAffinity:
+    """The preset each live harness session started on, so a mid-session `switch use` never moves it.
+
+    Keyed by (session, agent); entries idle for `ttl` seconds expire, and at most `capacity` are kept.
+    """
+
+    def __init__(self, ttl: float = 6 * 3600, capacity: int = 8192) -> None:
+        self.ttl = ttl
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[str, str], tuple[float, Any]] = OrderedDict()
+
+    def pin(self, session: str, agent: str | None, current: Any) -> Any:
+        """The value pinned for this session and agent, pinning `current` if there is none yet."""
+        key = (session, agent or "")
+        now = time.monotonic()
+        found = self._entries.get(key)
+        if found is not None and now - found[0] < self.ttl:
+            self._entries[key] = (now, found[1])
+            self._entries.move_to_end(key)
+            return found[1]
+        self._entries[key] = (now, current)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+        return current
