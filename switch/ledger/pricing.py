@@ -108,6 +108,7 @@ class PriceTable:
     def __init__(self, overrides: dict[str, dict[str, float]] | None = None) -> None:
         self._overrides = {key.lower(): value for key, value in (overrides or {}).items()}
         self._entries: dict[str, tuple[dict[str, Any], str]] = {}
+        self._resolved: dict[tuple[str | None, str], Price | None] = {}
         table = litellm_table_path()
         if table is not None:
             for key, entry in orjson.loads(table.read_bytes()).items():
@@ -128,6 +129,14 @@ class PriceTable:
 
     def lookup(self, provider: str | None, model: str) -> Price | None:
         """The price for `model` served by `provider` (or a plain model name), or None."""
+        key = (provider, model)
+        if key not in self._resolved:
+            if len(self._resolved) > 4096:
+                self._resolved.clear()
+            self._resolved[key] = self._lookup(provider, model)
+        return self._resolved[key]
+
+    def _lookup(self, provider: str | None, model: str) -> Price | None:
         if not model:
             return None
         reference = f"{provider}/{model}" if provider else model
