@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from switch.cli import dash, ledger, presets, serve
+from switch.cli import dash, doctor, harness, keys, ledger, presets, serve
 
 app = typer.Typer(
     name="switch",
@@ -25,6 +25,9 @@ serve.register(app)
 presets.register(app)
 ledger.register(app)
 dash.register(app)
+harness.register(app)
+keys.register(app)
+doctor.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,168 @@
+"""`switch doctor [--probe] [--json]`: what is wrong, and the command that fixes it."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import typer
+
+
+def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
+
+
+def diagnose(probe: bool = False) -> list[dict[str, Any]]:
+    """Run every check; each failed one carries its fix."""
+    from switch import daemon, keys, wiring
+    from switch.config import NATIVE, load_settings
+    from switch.errors import SwitchError
+    from switch.routing.presets import PresetManager, active_name, load_preset
+
+    results: list[dict[str, Any]] = []
+    try:
+        settings = load_settings()
+        results.append(_check("config", True, "config.toml is valid"))
+    except SwitchError as exc:
+        return [_check("config", False, exc.message, "fix the key named above in config.toml")]
+    providers = set(settings.providers)
+    name = active_name()
+    preset = None
+    if name is None:
+        results.append(_check("preset", True, f"no preset chosen: every call goes to {settings.defaults.model}"))
+        preset = PresetManager(providers, settings.defaults.model).active
+    else:
+        try:
+            preset = load_preset(name, providers)
+            results.append(_check("preset", True, f"active preset '{name}' is valid"))
+        except SwitchError as exc:
+            results.append(_check("preset", False, exc.message, "fix the file, or `switch use kimi-k3`"))
+    targets: set[str] = set()
+    if preset is not None:
+        for harness in preset.sections:
+            for role in ("orchestrator", "subagent", "background"):
+                targets.update(preset.chain(harness, role))
+    for provider in sorted({t.split("/", 1)[0] for t in targets if t != NATIVE}):
+        configured = settings.providers.get(provider)
+        env_var = configured.api_key_env if configured else None
+        _value, source = keys.lookup(provider, env_var)
+        fix = f"export {env_var}=... or run `switch keys set {provider}`" if env_var else f"switch keys set {provider}"
+        results.append(
+            _check(
+                f"key:{provider}",
+                source is not None,
+                f"{provider} key from {source}" if source else f"no key for {provider}, which the active routes use",
+                fix,
+            )
+        )
+    port = settings.server.port
+    record = daemon.read_record()
+    if record is not None and daemon.pid_alive(int(record["pid"])):
+        port = int(record["port"])
+    up = daemon.healthy(port) is not None
+    results.append(
+        _check(
+            "proxy",
+            up,
+            f"proxy answers on 127.0.0.1:{port}" if up else f"nothing answers on 127.0.0.1:{port}",
+            "switch up",
+        )
+    )
+    for harness in ("claude", "codex", "langchain"):
+        state = wiring.state(harness)
+        results.append(
+            _check(
+                f"wiring:{harness}",
+                state != "stale",
+                f"{harness} wiring is {state}",
+                f"switch {harness} off && switch {harness} on",
+            )
+        )
+    for variable in ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"):
+        if os.environ.get(variable):
+            results.append(
+                _check(
+                    f"env:{variable}",
+                    False,
+                    f"{variable} is set in your shell and overrides the "
+                    "model Claude Code asks for (routing by role may not see what you expect)",
+                    f"unset {variable}",
+                )
+            )
+    base = os.environ.get("ANTHROPIC_BASE_URL")
+    if base and not base.startswith(wiring.proxy_url(port)):
+        results.append(
+            _check(
+                "env:ANTHROPIC_BASE_URL",
+                False,
+                f"ANTHROPIC_BASE_URL={base} bypasses switch",
+                f"export ANTHROPIC_BASE_URL={wiring.proxy_url(port)}",
+            )
+        )
+    if probe:
+        results.extend(_probe(settings, targets))
+    return results
+
+
+def _probe(settings: Any, targets: set[str]) -> list[dict[str, Any]]:
+    import httpx
+
+    from switch import keys
+    from switch.config import NATIVE
+    from switch.routing.resolve import resolve_target
+
+    results = []
+    for reference in sorted(targets - {NATIVE}):
+        target = resolve_target(settings, reference)
+        key, _source = keys.lookup(target.provider, target.api_key_env)
+        if key is None:
+            continue
+        if target.api == "anthropic":
+            url, headers = target.base_url + "/v1/messages", {"x-api-key": key, "anthropic-version": "2023-06-01"}
+            body: dict[str, Any] = {
+                "model": target.model,
+                "max_tokens": 1,
+                "messages": [{"role": "user", "content": "ping"}],
+            }
+        elif target.api == "openai-responses":
+            url, headers = target.base_url + "/responses", {"authorization": f"Bearer {key}"}
+            body = {"model": target.model, "input": "ping", "max_output_tokens": 16}
+        else:
+            url, headers = target.base_url + "/chat/completions", {"authorization": f"Bearer {key}"}
+            body = {
+                "model": target.model,
+                "messages": [{"role": "user", "content": "ping"}],
+                "max_completion_tokens": 1,
+            }
+        try:
+            response = httpx.post(url, json=body, headers=headers, timeout=20, trust_env=False)
+            ok = response.status_code < 400
+            detail = f"{reference}: HTTP {response.status_code}"
+            if not ok:
+                detail += " " + response.text[:160].replace(key, "***")
+        except httpx.HTTPError as exc:
+            ok, detail = False, f"{reference}: {type(exc).__name__}"
+        results.append(_check(f"probe:{reference}", ok, detail, "check the key, the model name and the base_url"))
+    return results
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to `app`."""
+
+    @app.command()
+    def doctor(
+        probe: bool = typer.Option(False, "--probe", help="Also send a 1-token request to every route target."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Check config, presets, keys, the proxy and each harness's wiring."""
+        results = diagnose(probe)
+        problems = [r for r in results if not r["ok"]]
+        if as_json:
+            typer.echo(json.dumps({"ok": not problems, "checks": results}, indent=2))
+        else:
+            for result in results:
+                mark = "ok " if result["ok"] else "!! "
+                line = f"{mark}{result['check']:<24} {result['detail']}"
+                typer.echo(line + (f"\n   fix: {result['fix']}" if result["fix"] else ""))
+        raise typer.Exit(1 if problems else 0)

@@ -1,0 +1,177 @@
+"""`switch claude|codex|langchain on|off`, `switch langchain env`, `switch run`, `switch up|down|status`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from typing import Any
+
+import typer
+
+
+def _port() -> int:
+    from switch import daemon
+    from switch.config import load_settings
+
+    record = daemon.read_record()
+    if record is not None and daemon.pid_alive(int(record["pid"])):
+        return int(record["port"])
+    return load_settings().server.port
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"switch: {getattr(exc, 'message', exc)}", err=True)
+    raise typer.Exit(2) from exc
+
+
+def _toggle(harness: str, action: str) -> None:
+    from switch import wiring
+    from switch.errors import SwitchError
+
+    if action not in ("on", "off"):
+        typer.echo("switch: say `on` or `off`", err=True)
+        raise typer.Exit(2)
+    try:
+        if action == "on":
+            port = _port()
+            path = {"claude": wiring.claude_on, "codex": wiring.codex_on, "langchain": wiring.langchain_on}[harness](
+                port
+            )
+            hint = {
+                "claude": "Claude Code now talks to switch; start it as usual (`claude`).",
+                "codex": "Start Codex with `codex --profile switch`.",
+                "langchain": "In deepagents-code (`dcode`) pick the model `switch:switch/orchestrator`.",
+            }[harness]
+            typer.echo(f"{harness}: on ({path}). {hint}")
+        else:
+            restored = {"claude": wiring.claude_off, "codex": wiring.codex_off, "langchain": wiring.langchain_off}[
+                harness
+            ]()
+            typer.echo(f"{harness}: off ({restored} restored)" if restored else f"{harness}: was not on")
+    except (SwitchError, OSError) as exc:
+        _fail(exc)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to `app`."""
+
+    @app.command()
+    def claude(action: str = typer.Argument(..., help="on or off")) -> None:
+        """Point Claude Code's settings.json at switch, or restore it exactly."""
+        _toggle("claude", action)
+
+    @app.command()
+    def codex(action: str = typer.Argument(..., help="on or off")) -> None:
+        """Add (or remove) the `switch` provider and profile in Codex's config.toml."""
+        _toggle("codex", action)
+
+    @app.command()
+    def langchain(action: str = typer.Argument(..., help="on, off, or env")) -> None:
+        """Wire deepagents-code (on/off), or print the exports for plain LangChain scripts (env)."""
+        if action == "env":
+            from switch import wiring
+
+            for name, value in wiring.langchain_env(_port()).items():
+                typer.echo(f"export {name}={shlex.quote(value)}")
+            return
+        _toggle("langchain", action)
+
+    @app.command()
+    def up(port: int = typer.Option(None, help="Port (default: [server] port, 8742).")) -> None:
+        """Run the proxy in the background."""
+        from switch import daemon
+        from switch.config import load_settings
+        from switch.errors import SwitchError
+
+        try:
+            result = daemon.start(port or load_settings().server.port)
+        except SwitchError as exc:
+            _fail(exc)
+            return
+        word = "already running" if result.get("already") else "started"
+        typer.echo(f"switch proxy {word} on 127.0.0.1:{result['port']} (pid {result['pid']}); log: {result['log']}")
+
+    @app.command()
+    def down() -> None:
+        """Stop the background proxy."""
+        from switch import daemon
+
+        result = daemon.stop()
+        typer.echo(
+            f"switch proxy stopped (pid {result['pid']})" if result["stopped"] else f"switch proxy: {result['reason']}"
+        )
+
+    @app.command("status")
+    def status_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+        """Whether the proxy runs, on which port, since when, with which preset."""
+        from switch import daemon
+        from switch.routing.presets import active_name
+
+        result: dict[str, Any] = {**daemon.status(), "preset": active_name() or "(none: [defaults] model)"}
+        if as_json:
+            typer.echo(json.dumps(result, indent=2))
+            return
+        if result.get("running"):
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(result["started_at"]))
+            typer.echo(
+                f"running on 127.0.0.1:{result['port']} (pid {result['pid']}) since {since}; preset {result['preset']}"
+            )
+        elif result.get("stale"):
+            typer.echo(f"not running (stale record: pid {result['pid']} is gone; `switch up` cleans it up)")
+        else:
+            typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
+
+    @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def run(ctx: typer.Context, harness: str = typer.Argument(..., help="claude, codex or dcode")) -> None:
+        """Launch a harness through switch without touching any file (extra arguments go to the harness)."""
+        from switch import daemon, wiring
+        from switch.config import load_settings
+        from switch.errors import SwitchError
+
+        programs = {"claude": "claude", "codex": "codex", "dcode": "dcode"}
+        if harness not in programs:
+            typer.echo("switch: run what? claude, codex or dcode", err=True)
+            raise typer.Exit(2)
+        executable = shutil.which(programs[harness])
+        if executable is None:
+            installs = {
+                "claude": "npm install -g @anthropic-ai/claude-code",
+                "codex": "npm install -g @openai/codex",
+                "dcode": "pip install deepagents-code",
+            }
+            typer.echo(f"switch: `{programs[harness]}` is not on PATH; install it with `{installs[harness]}`", err=True)
+            raise typer.Exit(127)
+        port = _port()
+        started = False
+        if daemon.healthy(port) is None:
+            try:
+                daemon.start(load_settings().server.port)
+                port = _port()
+                started = True
+            except SwitchError as exc:
+                _fail(exc)
+        url = wiring.proxy_url(port)
+        env = dict(os.environ)
+        command = [executable]
+        if harness == "claude":
+            command += ["--settings", json.dumps({"env": wiring.claude_env(port)})]
+        elif harness == "codex":
+            command += [
+                "-c", 'model_provider="switch"',
+                "-c", 'model_providers.switch.name="switch"',
+                "-c", f'model_providers.switch.base_url="{url}/v1"',
+                "-c", 'model_providers.switch.wire_api="responses"',
+                "-c", "model_providers.switch.requires_openai_auth=false",
+            ]  # fmt: skip
+        else:
+            env.update(wiring.langchain_env(port))
+        try:
+            code = subprocess.call([*command, *ctx.args], env=env)
+        finally:
+            if started:
+                daemon.stop()
+        raise typer.Exit(code)

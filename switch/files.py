@@ -1,0 +1,39 @@
+"""Safe file writes for the user's own configuration files.
+
+Every write goes to a temporary file in the same directory, is flushed to disk, takes the original
+file's permissions, and replaces the original in one `os.replace`: a crash at any point leaves
+either the old file or the new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes, default_mode: int = 0o600) -> None:
+    """Replace `path` with `data` atomically, keeping its permissions (or `default_mode` for a new file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = default_mode
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def digest(data: bytes) -> str:
+    """A short fingerprint of file contents."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,312 @@
+"""Turning harnesses on and off: edits to the user's own config files that can be undone exactly.
+
+Each `on` records, in `$SWITCH_HOME/wiring/<harness>.json`, the file's original bytes and the
+original value of every key it sets. `off` restores the original bytes when the file is exactly as
+`on` left it; when the user changed something since, it restores only the keys switch set (and only
+those still holding switch's values), leaving every other change alone. A malformed file is
+reported and never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from switch import locations
+from switch.errors import SwitchError
+from switch.files import atomic_write, digest
+
+ABSENT = "__switch_absent__"
+
+
+class WiringError(SwitchError):
+    """A harness config file cannot be changed safely."""
+
+
+def claude_settings_path() -> Path:
+    """Claude Code's user settings file."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".claude") / "settings.json"
+
+
+def codex_config_path() -> Path:
+    """Codex's config.toml."""
+    base = os.environ.get("CODEX_HOME")
+    return (Path(base).expanduser() if base else Path.home() / ".codex") / "config.toml"
+
+
+def deepagents_config_path() -> Path:
+    """deepagents-code's config.toml."""
+    return Path.home() / ".deepagents" / "config.toml"
+
+
+def _record_path(harness: str) -> Path:
+    return locations.ensure_private_dir(locations.home() / "wiring") / f"{harness}.json"
+
+
+def _load_record(harness: str) -> dict[str, Any] | None:
+    path = _record_path(harness)
+    if not path.exists():
+        return None
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _save_record(harness: str, record: dict[str, Any]) -> None:
+    atomic_write(_record_path(harness), json.dumps(record, indent=2).encode())
+
+
+def proxy_url(port: int) -> str:
+    """The proxy's base URL."""
+    return f"http://127.0.0.1:{port}"
+
+
+# ---- Claude Code: the `env` block of settings.json -------------------------------------------------
+
+
+def claude_env(port: int) -> dict[str, str]:
+    """The environment Claude Code needs to go through switch."""
+    return {"ANTHROPIC_BASE_URL": proxy_url(port), "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1"}
+
+
+def _read_json(path: Path) -> tuple[bytes | None, dict[str, Any]]:
+    if not path.exists():
+        return None, {}
+    raw = path.read_bytes()
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise WiringError(
+            f"{path} is not valid JSON (line {exc.lineno}): fix it first; switch did not change it"
+        ) from exc
+    if not isinstance(parsed, dict):
+        raise WiringError(f"{path} must hold a JSON object; switch did not change it")
+    return raw, parsed
+
+
+def _indent_of(raw: bytes | None) -> int:
+    if raw:
+        for line in raw.decode("utf-8", "replace").splitlines()[1:]:
+            stripped = line.lstrip(" ")
+            if stripped:
+                return max(1, len(line) - len(stripped))
+    return 2
+
+
+def claude_on(port: int) -> Path:
+    """Point Claude Code at switch (idempotent)."""
+    path = claude_settings_path()
+    raw, settings = _read_json(path)
+    record = _load_record("claude")
+    wanted = claude_env(port)
+    env = settings.get("env")
+    if env is not None and not isinstance(env, dict):
+        raise WiringError(f"{path}: 'env' must be an object; switch did not change it")
+    if record is None:
+        record = {
+            "path": str(path),
+            "original": raw.decode("utf-8") if raw is not None else None,
+            "env_existed": env is not None,
+            "before": {key: (env or {}).get(key, ABSENT) for key in wanted},
+        }
+        _save_record("claude", record)
+    env = dict(env or {})
+    env.update(wanted)
+    settings["env"] = env
+    data = (json.dumps(settings, indent=_indent_of(raw), ensure_ascii=False) + "\n").encode()
+    atomic_write(path, data)
+    record["written"] = digest(data)
+    record["values"] = wanted
+    _save_record("claude", record)
+    return path
+
+
+def claude_off() -> Path | None:
+    """Undo `claude_on`; returns the file restored, or None when switch had not wired it."""
+    record = _load_record("claude")
+    if record is None:
+        return None
+    path = Path(record["path"])
+    raw, settings = _read_json(path)
+    if raw is not None and digest(raw) == record.get("written"):
+        original = record["original"]
+        if original is None:
+            path.unlink()
+        else:
+            atomic_write(path, original.encode("utf-8"))
+    elif raw is not None:
+        env = settings.get("env")
+        if isinstance(env, dict):
+            for key, value in record.get("values", {}).items():
+                if env.get(key) != value:
+                    continue  # the user changed it since: leave their value
+                before = record["before"].get(key, ABSENT)
+                if before == ABSENT:
+                    env.pop(key, None)
+                else:
+                    env[key] = before
+            if not env and not record.get("env_existed"):
+                settings.pop("env", None)
+            atomic_write(path, (json.dumps(settings, indent=_indent_of(raw), ensure_ascii=False) + "\n").encode())
+    _record_path("claude").unlink()
+    return path
+
+
+# ---- TOML files: Codex and deepagents ----------------------------------------------------------
+
+
+def _read_toml(path: Path) -> tuple[str | None, tomlkit.TOMLDocument]:
+    if not path.exists():
+        return None, tomlkit.document()
+    text = path.read_text(encoding="utf-8")
+    try:
+        return text, tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise WiringError(f"{path} is not valid TOML ({exc}); switch did not change it") from exc
+
+
+def _set_table(document: Any, dotted: tuple[str, ...], values: dict[str, Any]) -> None:
+    table = document
+    for part in dotted[:-1]:
+        if part not in table:
+            table[part] = tomlkit.table(is_super_table=True)
+        table = table[part]
+    fresh = tomlkit.table()
+    for key, value in values.items():
+        fresh[key] = value
+    table[dotted[-1]] = fresh
+
+
+def _remove_table(document: Any, dotted: tuple[str, ...], values: dict[str, Any]) -> None:
+    table = document
+    for part in dotted[:-1]:
+        if part not in table:
+            return
+        table = table[part]
+    current = table.get(dotted[-1])
+    if current is not None and current.unwrap() == values:
+        del table[dotted[-1]]
+        if len(dotted) > 1 and not table:
+            _remove_table(document, dotted[:-1], {})
+
+
+def _toml_on(harness: str, path: Path, tables: dict[tuple[str, ...], dict[str, Any]]) -> Path:
+    text, document = _read_toml(path)
+    record = _load_record(harness)
+    if record is None:
+        record = {"path": str(path), "original": text}
+    for dotted, values in tables.items():
+        _set_table(document, dotted, values)
+    data = tomlkit.dumps(document).encode()
+    _save_record(harness, {**record, "tables": [[list(k), v] for k, v in tables.items()]})
+    atomic_write(path, data)
+    _save_record(harness, {**record, "tables": [[list(k), v] for k, v in tables.items()], "written": digest(data)})
+    return path
+
+
+def _toml_off(harness: str) -> Path | None:
+    record = _load_record(harness)
+    if record is None:
+        return None
+    path = Path(record["path"])
+    text, document = _read_toml(path)
+    if text is not None and digest(text.encode()) == record.get("written"):
+        if record["original"] is None:
+            path.unlink()
+        else:
+            atomic_write(path, record["original"].encode("utf-8"))
+    elif text is not None:
+        for dotted, values in record.get("tables", []):
+            _remove_table(document, tuple(dotted), values)
+        atomic_write(path, tomlkit.dumps(document).encode())
+    _record_path(harness).unlink()
+    return path
+
+
+def codex_tables(port: int, model: str = "gpt-5.5") -> dict[tuple[str, ...], dict[str, Any]]:
+    """The provider and profile that send `codex --profile switch` through the proxy."""
+    return {
+        ("model_providers", "switch"): {
+            "name": "switch",
+            "base_url": proxy_url(port) + "/v1",
+            "wire_api": "responses",
+            "requires_openai_auth": False,
+        },
+        ("profiles", "switch"): {"model_provider": "switch", "model": model},
+    }
+
+
+def codex_on(port: int) -> Path:
+    """Add the `switch` provider and profile to Codex's config.toml (idempotent)."""
+    return _toml_on("codex", codex_config_path(), codex_tables(port))
+
+
+def codex_off() -> Path | None:
+    """Undo `codex_on`."""
+    return _toml_off("codex")
+
+
+def deepagents_tables(port: int) -> dict[tuple[str, ...], dict[str, Any]]:
+    """A deepagents-code provider that goes through switch over chat completions."""
+    return {
+        ("models", "providers", "switch"): {
+            "base_url": proxy_url(port) + "/v1",
+            "api_key_env": "SWITCH_CLIENT_KEY",
+            "models": ["switch/orchestrator", "switch/subagent"],
+            "class_path": "langchain_openai:ChatOpenAI",
+            "params": {"use_responses_api": False},
+        }
+    }
+
+
+def langchain_on(port: int) -> Path:
+    """Add a `switch` provider to deepagents-code's config (idempotent)."""
+    return _toml_on("langchain", deepagents_config_path(), deepagents_tables(port))
+
+
+def langchain_off() -> Path | None:
+    """Undo `langchain_on`."""
+    return _toml_off("langchain")
+
+
+def langchain_env(port: int) -> dict[str, str]:
+    """Exports for plain LangChain scripts."""
+    return {
+        "OPENAI_BASE_URL": proxy_url(port) + "/v1",
+        "ANTHROPIC_BASE_URL": proxy_url(port),
+        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "switch"),
+    }
+
+
+def state(harness: str) -> str:
+    """`on`, `off`, or `stale` (switch's record exists but the file no longer carries its values)."""
+    record = _load_record(harness)
+    if record is None:
+        return "off"
+    path = Path(record["path"])
+    if not path.exists():
+        return "stale"
+    if harness == "claude":
+        try:
+            _raw, settings = _read_json(path)
+        except WiringError:
+            return "stale"
+        env = settings.get("env") or {}
+        return "on" if all(env.get(k) == v for k, v in record.get("values", {}).items()) else "stale"
+    try:
+        _text, document = _read_toml(path)
+    except WiringError:
+        return "stale"
+    for dotted, values in record.get("tables", []):
+        table: Any = document
+        for part in dotted:
+            table = table.get(part) if hasattr(table, "get") else None
+            if table is None:
+                return "stale"
+        if table.unwrap() != values:
+            return "stale"
+    return "on"
