@@ -1,0 +1,135 @@
+"""`switch up|status|down`, `switch run`, `switch keys`, `switch doctor` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from switch.cli import app
+from tests.conftest import FAKE_BASETEN_KEY
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_switch(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "switch", *args],
+        env={**os.environ, **(env or {})},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_up_status_down_sequence(isolated_home: Path) -> None:
+    port = free_port()
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    try:
+        first = run_switch("up")
+        assert first.returncode == 0 and f"started on 127.0.0.1:{port}" in first.stdout
+        again = run_switch("up")
+        assert again.returncode == 0 and "already running" in again.stdout
+        status = json.loads(run_switch("status", "--json").stdout)
+        assert status["running"] and status["port"] == port
+        assert stat.S_IMODE((isolated_home / "run").stat().st_mode) == 0o700
+    finally:
+        down = run_switch("down")
+    assert "stopped" in down.stdout
+    assert "not running" in run_switch("status").stdout
+
+
+def test_busy_port_is_explained(isolated_home: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = run_switch("up", "--port", str(port))
+    assert result.returncode == 2
+    assert f"port {port}" in result.stderr and "already in use" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_stale_record_is_explained(isolated_home: Path) -> None:
+    (isolated_home / "run").mkdir()
+    (isolated_home / "run" / "proxy.json").write_text(json.dumps({"pid": 999999, "port": 1, "started_at": 0}))
+    assert "stale" in run_switch("status").stdout
+    assert "stale record" in run_switch("down").stdout
+    assert not (isolated_home / "run" / "proxy.json").exists()
+
+
+def test_run_claude_passes_settings_and_returns_its_exit_code(isolated_home: Path, tmp_path: Path) -> None:
+    port = free_port()
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "argv.json"
+    fake = bin_dir / "claude"
+    fake.write_text(
+        "#!/usr/bin/env python3\nimport json, sys, urllib.request\n"
+        f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+        "settings = json.loads(sys.argv[sys.argv.index('--settings') + 1])\n"
+        "urllib.request.urlopen(settings['env']['ANTHROPIC_BASE_URL'] + '/healthz').read()\n"
+        "sys.exit(7)\n"
+    )
+    fake.chmod(0o755)
+    result = run_switch("run", "claude", "--", "-p", "hello", env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert result.returncode == 7, result.stderr
+    argv = json.loads(record.read_text())
+    settings = json.loads(argv[argv.index("--settings") + 1])
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{port}"
+    assert argv[-2:] == ["-p", "hello"]
+    assert "not running" in run_switch("status").stdout  # it stopped the proxy it started
+
+
+def test_keys_use_the_announced_file_store_and_never_print_a_key(isolated_home: Path) -> None:
+    secret = "sk-fake-stored-key-42"
+    stored = run_switch("keys", "set", "baseten", stdin=secret + "\n")
+    assert stored.returncode == 0 and "mode 0600" in stored.stdout and secret not in stored.stdout
+    key_file = isolated_home / "keys.json"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    listing = run_switch("keys", "list")
+    assert "baseten      file" in listing.stdout and secret not in listing.stdout + listing.stderr
+    assert json.loads(run_switch("keys", "list", "--json").stdout)["providers"]["baseten"] == "file"
+    assert "Removed" in run_switch("keys", "rm", "baseten").stdout
+    assert "no key" in run_switch("keys", "list").stdout
+
+
+def test_doctor_reports_each_injected_problem_with_its_fix(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {free_port()}\n")
+    (isolated_home / "active-preset").write_text("kimi-k3\n")
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-opus-5-5")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("BASETEN_API_KEY", "")
+    (isolated_home / "wiring").mkdir()
+    (isolated_home / "wiring" / "claude.json").write_text(
+        json.dumps({"path": str(tmp_path / "gone.json"), "values": {"ANTHROPIC_BASE_URL": "x"}})
+    )
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    assert result.exit_code == 1
+    report = {check["check"]: check for check in json.loads(result.output)["checks"]}
+    assert not report["key:baseten"]["ok"] and "switch keys set baseten" in report["key:baseten"]["fix"]
+    assert not report["proxy"]["ok"] and report["proxy"]["fix"] == "switch up"
+    assert not report["wiring:claude"]["ok"] and "switch claude" in report["wiring:claude"]["fix"]
+    assert not report["env:ANTHROPIC_MODEL"]["ok"] and report["env:ANTHROPIC_MODEL"]["fix"] == "unset ANTHROPIC_MODEL"
+    assert report["config"]["ok"] and report["preset"]["ok"]
+    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
+    fixed = CliRunner().invoke(app, ["doctor", "--json"])
+    assert json.loads(fixed.output)["checks"][2]["ok"]
+    assert FAKE_BASETEN_KEY not in fixed.output

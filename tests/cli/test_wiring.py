@@ -1,0 +1,163 @@
+"""Turning harnesses on and off never damages the user's files, and `off` restores them exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from switch import files
+from switch.cli import app
+
+SETTINGS = """{
+    "permissions": {
+        "allow": ["Bash(npm test:*)", "Read(~/.zshrc)"],
+        "deny": ["Read(./.env)"]
+    },
+    "env": {
+        "FOO": "bar",
+        "ANTHROPIC_BASE_URL": "https://my-gateway.example.com"
+    },
+    "model": "opus"
+}
+"""
+CODEX = """# my codex config
+model = "gpt-5.5"  # the default model
+
+[profiles.fast]
+model = "gpt-5.5-mini"
+
+# keep this comment
+[mcp_servers.docs]
+command = "docs-mcp"
+"""
+DEEPAGENTS = """[models]
+default = "anthropic:claude-opus-5-5"
+
+[models.providers.mine]
+base_url = "http://localhost:9999/v1"
+"""
+
+
+@pytest.fixture
+def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    home = tmp_path / "user"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    (home / ".deepagents").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    paths = {
+        "claude": home / ".claude" / "settings.json",
+        "codex": home / ".codex" / "config.toml",
+        "langchain": home / ".deepagents" / "config.toml",
+    }
+    paths["claude"].write_text(SETTINGS)
+    paths["codex"].write_text(CODEX)
+    paths["langchain"].write_text(DEEPAGENTS)
+    os.chmod(paths["claude"], 0o640)
+    return paths
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex", "langchain"])
+def test_on_off_round_trip_is_byte_identical(homes: dict[str, Path], harness: str) -> None:
+    path = homes[harness]
+    original = path.read_bytes()
+    invoke(harness, "on")
+    changed = path.read_bytes()
+    assert changed != original
+    invoke(harness, "on")  # twice is the same as once
+    assert path.read_bytes() == changed
+    invoke(harness, "off")
+    assert path.read_bytes() == original
+
+
+def test_claude_on_sets_base_url_and_keeps_everything_else(homes: dict[str, Path]) -> None:
+    invoke("claude", "on")
+    settings = json.loads(homes["claude"].read_text())
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8742"
+    assert settings["env"]["FOO"] == "bar"
+    assert settings["permissions"]["deny"] == ["Read(./.env)"]
+    assert stat.S_IMODE(homes["claude"].stat().st_mode) == 0o640
+
+
+def test_off_keeps_changes_the_user_made_meanwhile(homes: dict[str, Path]) -> None:
+    invoke("claude", "on")
+    settings = json.loads(homes["claude"].read_text())
+    settings["env"]["NEW_USER_KEY"] = "mine"
+    settings["theme"] = "dark"
+    homes["claude"].write_text(json.dumps(settings, indent=4))
+    invoke("claude", "off")
+    restored = json.loads(homes["claude"].read_text())
+    assert restored["env"] == {
+        "FOO": "bar",
+        "ANTHROPIC_BASE_URL": "https://my-gateway.example.com",
+        "NEW_USER_KEY": "mine",
+    }
+    assert restored["theme"] == "dark"
+
+
+def test_codex_off_keeps_comments_and_user_edits(homes: dict[str, Path]) -> None:
+    invoke("codex", "on")
+    text = homes["codex"].read_text()
+    assert "[model_providers.switch]" in text and "[profiles.switch]" in text and "# keep this comment" in text
+    homes["codex"].write_text(text + '\n[profiles.later]\nmodel = "x"\n')
+    invoke("codex", "off")
+    after = homes["codex"].read_text()
+    assert "switch" not in after and "[profiles.later]" in after and "# my codex config" in after
+
+
+def test_malformed_settings_are_reported_and_never_overwritten(homes: dict[str, Path]) -> None:
+    homes["claude"].write_text('{"env": {"FOO": "bar",}')
+    before = homes["claude"].read_bytes()
+    result = CliRunner().invoke(app, ["claude", "on"])
+    assert result.exit_code == 2
+    assert "not valid JSON" in result.output
+    assert homes["claude"].read_bytes() == before
+
+
+def test_crash_between_backup_and_write_leaves_the_original(
+    homes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = homes["claude"].read_bytes()
+    real_replace = os.replace
+
+    def crash(source: str, target: str) -> None:
+        if str(target).endswith("settings.json"):
+            raise OSError("disk full")
+        real_replace(source, target)
+
+    monkeypatch.setattr(files.os, "replace", crash)
+    result = CliRunner().invoke(app, ["claude", "on"])
+    assert result.exit_code != 0
+    assert homes["claude"].read_bytes() == original
+    assert not [p for p in homes["claude"].parent.iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.setattr(files.os, "replace", real_replace)
+    invoke("claude", "on")
+    invoke("claude", "off")
+    assert homes["claude"].read_bytes() == original
+
+
+def test_claude_on_creates_and_off_removes_a_missing_settings_file(homes: dict[str, Path]) -> None:
+    homes["claude"].unlink()
+    invoke("claude", "on")
+    assert json.loads(homes["claude"].read_text())["env"]["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1")
+    invoke("claude", "off")
+    assert not homes["claude"].exists()
+
+
+def test_langchain_env_prints_exports(homes: dict[str, Path]) -> None:
+    output = invoke("langchain", "env")
+    assert "export OPENAI_BASE_URL=http://127.0.0.1:8742/v1" in output
+    assert "export ANTHROPIC_BASE_URL=http://127.0.0.1:8742" in output
