@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,9 @@ def session_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return _sums(rows, lambda row: (int(row["started_at"] // 3600) * 3600, row["session_id"] or "", row["harness"]))
 
 
+_RECORD_FIELDS = tuple(field.name for field in fields(CallRecord))
+
+
 def spill_file() -> Path:
     """Rows waiting for the database."""
     return locations.home() / "ledger.spill.jsonl"
@@ -162,7 +165,7 @@ class Pricer:
 
     def row(self, record: CallRecord) -> dict[str, Any]:
         """The ledger row for one record, with costs at today's prices stored alongside."""
-        row = asdict(record)
+        row = {name: getattr(record, name) for name in _RECORD_FIELDS}
         usage = Usage(
             record.input_tokens,
             record.cache_read_tokens,

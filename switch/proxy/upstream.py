@@ -14,6 +14,7 @@ broken) or `UpstreamTimeout`; they never carry request headers, so keys stay out
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import time
 import zlib
@@ -57,6 +58,12 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, but have the same methods.
         self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
 
     def data_received(self, data: bytes) -> None:
         response = self.response

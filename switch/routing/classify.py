@@ -39,6 +39,13 @@ _BACKGROUND_MARKERS = (
 )
 _DEEPAGENTS_MARKERS = ("Deep Agents", "You are a deep agent")
 _DEEPAGENTS_SUBAGENT_PREAMBLE = "[The messages above are a prior conversation you are continu"
+# Markers sit at the start of the prompts they identify; looking only there keeps classification
+# cheap on 20 KB system prompts.
+_MARKER_WINDOW = 600
+
+
+def _has_marker(texts: list[str], markers: tuple[str, ...]) -> bool:
+    return any(marker in text[:_MARKER_WINDOW] for text in texts for marker in markers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,17 @@ def _user_texts(body: dict[str, Any]) -> list[str]:
     return texts
 
 
+def _last_user_text(body: dict[str, Any]) -> str | None:
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    if not isinstance(messages, list):
+        return messages if isinstance(messages, str) else None
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            texts = _texts_of(message.get("content"))
+            return texts[-1] if texts else None
+    return None
+
+
 def _tool_names(body: dict[str, Any]) -> set[str]:
     names: set[str] = set()
     for tool in body.get("tools") or []:
@@ -120,7 +138,7 @@ def _harness(headers: dict[str, str], system: list[str]) -> Harness:
         return "claude-code"
     if headers.get("originator", "").startswith("codex") or agent.startswith("codex") or "x-openai-subagent" in headers:
         return "codex"
-    if agent.startswith("langchain") or any(marker in text for text in system for marker in _DEEPAGENTS_MARKERS):
+    if agent.startswith("langchain") or _has_marker(system, _DEEPAGENTS_MARKERS):
         return "langchain"
     if system and system[0].startswith("x-anthropic-billing-header:"):
         return "claude-code"
@@ -178,14 +196,14 @@ def classify(headers: dict[str, str], body: dict[str, Any]) -> CallInfo:
             role = "subagent"
     elif harness == "codex":
         role = _CODEX_ROLES.get(headers.get("x-openai-subagent", ""), "orchestrator")
-    elif harness == "langchain" and any(marker in text for text in system for marker in _DEEPAGENTS_MARKERS):
+    elif harness == "langchain" and _has_marker(system, _DEEPAGENTS_MARKERS):
         tools = _tool_names(body)
         user = _user_texts(body)
         if any(text.startswith(_DEEPAGENTS_SUBAGENT_PREAMBLE) for text in user) or (tools and "task" not in tools):
             role = "subagent"
     if role == "orchestrator":
-        if any(marker in text for text in system for marker in _BACKGROUND_MARKERS):
+        if family == "haiku" or _has_marker(system, _BACKGROUND_MARKERS):
             role = "background"
-        elif _user_texts(body)[-1:] in (["Warmup"],) or family == "haiku":
+        elif _last_user_text(body) == "Warmup":
             role = "background"
     return CallInfo(harness, role, session, agent_id, family)
