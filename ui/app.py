@@ -176,7 +176,7 @@ class SwitchDashboard(App[None]):
             ("by-mapping", "requested → served"),
         ):
             table = self.query_one(f"#{table_id}", DataTable)
-            table.add_columns(label, "spend", "native", "saved", "calls", "cache hit")
+            table.add_columns(label, "spend", "native", "saved", "calls", "cache hit", "cache saved")
         calls = self.query_one("#calls-table", DataTable)
         for column in CALL_COLUMNS:
             calls.add_column(column, key=column)
@@ -296,7 +296,10 @@ class SwitchDashboard(App[None]):
         native = fmt.money(totals.get("native_micros")) if totals else "-"
         self.query_one("#card-native", Static).update(f"Native est.\n[b]{native}[/b]")
         saved = fmt.money(totals.get("savings_micros")) if totals else "-"
-        self.query_one("#card-saved", Static).update(f"Saved {fmt.pct(totals.get('savings_pct'))}\n[b]{saved}[/b]")
+        cache_hit = fmt.pct(totals.get("cache_hit_rate"))
+        self.query_one("#card-saved", Static).update(
+            f"Saved {fmt.pct(totals.get('savings_pct'))}\n[b]{saved}[/b] · cache hit {cache_hit}"
+        )
         self.query_one("#card-calls", Static).update(
             f"Calls [b]{fmt.count(totals.get('calls'))}[/b]\n{fmt.count(totals.get('errors'))} err"
             f" · {fmt.count(totals.get('fallbacks'))} fb"
@@ -316,13 +319,15 @@ class SwitchDashboard(App[None]):
             table = self.query_one(f"#{table_id}", DataTable)
             table.clear()
             for row in rows:
+                spent = fmt.money(row["spend_micros"]) + (f" +{row['unpriced']}?" if row["unpriced"] else "")
                 table.add_row(
                     str(row["grp"]),
-                    fmt.money(row["spend_micros"]),
+                    spent,
                     fmt.money(row["native_micros"]),
                     fmt.money(row["savings_micros"]),
                     fmt.count(row["calls"]),
                     fmt.pct(row["cache_hit_rate"]),
+                    fmt.money(row["cache_savings_micros"]),
                 )
 
     def _call_cells(self, row: dict[str, Any]) -> tuple[str, ...]:

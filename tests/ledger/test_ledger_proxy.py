@@ -3,6 +3,7 @@ nothing lost when the database is locked or the proxy is killed."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -212,6 +213,8 @@ def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Pa
         for index in range(50):
             client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
         wait_until(lambda: spill_file().exists() and spill_file().read_bytes().count(b"\n") == 50)
+        spilled = spill_file().read_bytes()
+        assert FAKE_BASETEN_KEY.encode() not in spilled and FAKE_CLIENT_KEY.encode() not in spilled
         proxy.send_signal(signal.SIGKILL)
         proxy.wait(10)
         locker.kill()
@@ -241,3 +244,31 @@ def _listening(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_calls_and_prices_commands(ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from switch.cli import app
+
+    proxy, recorder = ledger_proxy
+    assert proxy.upstream is not None
+    proxy.upstream.script(Turn(text="ok", prompt_tokens=100, cached_tokens=0, completion_tokens=10))
+    anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0).messages.create(
+        model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+    )
+    recorder.close()
+    runner = CliRunner()
+    listed = runner.invoke(app, ["calls", "--json", "--limit", "5"])
+    assert listed.exit_code == 0
+    row = json.loads(listed.output.strip().splitlines()[-1])
+    assert row["served_model"] == "moonshotai/Kimi-K3" and row["cost_micros"] == 100 * 3 + 10 * 15
+    prices = runner.invoke(app, ["prices", "baseten/moonshotai/Kimi-K3", "--json"])
+    assert json.loads(prices.output)[0]["price"] == {
+        "input": 3.0,
+        "cached_input": 0.3,
+        "cache_write": 3.0,
+        "output": 15.0,
+    }
+    unknown = runner.invoke(app, ["prices", "baseten/nobody/none"])
+    assert "unpriced" in unknown.output

@@ -43,6 +43,12 @@ class CallDetail(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         lines = [f"[b]{name}[/b]: {describe(name, value)}" for name, value in self.row.items()]
+        total_input = sum(self.row.get(k) or 0 for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
+        if total_input:
+            hit = (self.row.get("cache_read_tokens") or 0) / total_input
+            lines.insert(
+                0, f"[b]cache hit rate[/b]: {fmt.pct(hit)} (saved {fmt.money(self.row.get('cache_savings_micros'))})"
+            )
         with VerticalScroll(id="detail"):
             yield Static(f"Call #{self.row.get('id')}", id="detail-title")
             yield Static("\n".join(lines), id="detail-body", markup=True)
