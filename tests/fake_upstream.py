@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,7 +154,10 @@ def chat_completion(turn: Turn, model: str, counter: itertools.count[int]) -> di
 class FakeChatUpstream:
     """The ASGI app. Queue answers with `script`; unscripted calls get a short text answer."""
 
-    def __init__(self, require_reasoning_on_tool_turns: bool = True) -> None:
+    def __init__(
+        self, require_reasoning_on_tool_turns: bool = True, responder: Callable[[dict[str, Any]], Turn] | None = None
+    ) -> None:
+        self.responder = responder
         self.queue: list[Turn | Reply] = []
         self.received: list[Received] = []
         self.require_reasoning = require_reasoning_on_tool_turns
@@ -174,7 +178,12 @@ class FakeChatUpstream:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.received.append(Received(scope["path"], headers, body))
         request = orjson.loads(body) if body else {}
-        answer = self.queue.pop(0) if self.queue else Turn(text="Hello from the fake upstream.")
+        if self.queue:
+            answer: Turn | Reply = self.queue.pop(0)
+        elif self.responder is not None:
+            answer = self.responder(request)
+        else:
+            answer = Turn(text="Hello from the fake upstream.")
         if isinstance(answer, Turn):
             problem = self._kimi_rejects(request)
             if problem:
