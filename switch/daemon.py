@@ -56,6 +56,8 @@ def healthy(port: int, timeout: float = 0.5) -> dict[str, Any] | None:
 def port_free(port: int) -> bool:
     """Whether 127.0.0.1:`port` can be bound."""
     with socket.socket() as sock:
+        # Like the server itself: connections lingering in TIME_WAIT do not make the port busy.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

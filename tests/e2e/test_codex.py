@@ -1,0 +1,80 @@
+"""The Codex CLI (the real one, pinned) through `switch run codex` to a Kimi-style fake upstream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness
+from tests.fake_upstream import ToolCall, Turn
+
+EXEC = ["exec", "--skip-git-repo-check", "-s", "danger-full-access"]
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    return [str(m.get("content")) for m in request.get("messages", []) if m.get("role") == "tool"]
+
+
+def check_ledger(harness: Harness) -> list[dict[str, Any]]:
+    rows = harness.ledger()
+    assert len(rows) == len(harness.upstream.received)
+    for row in rows:
+        assert row["harness"] == "codex" and row["outcome"] == "completed" and row["inbound_api"] == "openai-responses"
+        assert row["input_tokens"] + row["cache_read_tokens"] == 120 and row["output_tokens"] == 30
+    return rows
+
+
+def test_plain_answer(harness: Callable[..., Harness], codex_bin: Path) -> None:
+    run = harness(lambda request: Turn(text="Hello from Kimi via Codex."), [codex_bin])
+    result = run.run("codex", *EXEC, "say hi")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Hello from Kimi via Codex." in result.stdout
+    assert run.upstream.received[0].json["model"] == ORCHESTRATOR_MODEL
+    check_ledger(run)
+
+
+def test_tool_loop_changes_the_workspace(harness: Callable[..., Harness], codex_bin: Path) -> None:
+    def respond(request: dict[str, Any]) -> Turn:
+        if tool_results(request):
+            return Turn(text="Wrote hello.txt.")
+        command = {"cmd": "printf 'hi from codex\\n' > hello.txt"}
+        return Turn(
+            reasoning="Write the file with the shell.", tool_calls=[ToolCall("exec_command", json.dumps(command))]
+        )
+
+    run = harness(respond, [codex_bin])
+    result = run.run("codex", *EXEC, "create hello.txt")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Wrote hello.txt." in result.stdout
+    assert (run.work / "hello.txt").read_text() == "hi from codex\n"
+    second = run.upstream.received[-1].json
+    assistant = next(m for m in second["messages"] if m.get("tool_calls"))
+    assert assistant["reasoning_content"] == "Write the file with the shell."
+    check_ledger(run)
+
+
+def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness], codex_bin: Path) -> None:
+    def respond(request: dict[str, Any]) -> Turn:
+        if request["model"] == SUBAGENT_MODEL:
+            return Turn(text="SUBAGENT REPORT: all good.")
+        results = tool_results(request)
+        names = [c["function"]["name"] for m in request["messages"] for c in m.get("tool_calls") or []]
+        if not results:
+            spawn = {"task_name": "check_things", "message": "Report that all is good.", "fork_turns": "none"}
+            return Turn(reasoning="Delegate.", tool_calls=[ToolCall("collaboration__spawn_agent", json.dumps(spawn))])
+        if names.count("collaboration__wait_agent") < 2:
+            return Turn(
+                reasoning="Wait for it.", tool_calls=[ToolCall("collaboration__wait_agent", '{"timeout_ms": 10000}')]
+            )
+        return Turn(text="The subagent finished.")
+
+    run = harness(respond, [codex_bin])
+    result = run.run("codex", *EXEC, "delegate a check to a subagent")
+    assert result.returncode == 0, result.stderr[-3000:]
+    models = [received.json["model"] for received in run.upstream.received]
+    assert SUBAGENT_MODEL in models and models[0] == ORCHESTRATOR_MODEL
+    rows = check_ledger(run)
+    assert {r["role"] for r in rows if r["served_model"] == SUBAGENT_MODEL} == {"subagent"}
+    assert {r["role"] for r in rows if r["served_model"] == ORCHESTRATOR_MODEL} == {"orchestrator"}
