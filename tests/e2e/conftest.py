@@ -64,6 +64,32 @@ def codex_bin() -> Path:
     return _npm_install("@openai/codex", versions.CODEX, "codex")
 
 
+def _python_312() -> str:
+    for name in ("python3.13", "python3.12"):
+        found = shutil.which(name)
+        if found and subprocess.run([found, "-c", "import venv"], capture_output=True).returncode == 0:
+            return found
+    pytest.fail("deepagents-code needs Python >= 3.12 and none was found on PATH (python3.12 or python3.13)")
+
+
+@pytest.fixture(scope="session")
+def dcode_bin() -> Path:
+    """A directory holding the pinned `dcode` executable, in its own virtual environment."""
+    prefix = CACHE / f"dcode-{versions.DEEPAGENTS_CODE}"
+    executable = prefix / "bin" / "dcode"
+    if not executable.exists():
+        started = time.monotonic()
+        subprocess.run([_python_312(), "-m", "venv", str(prefix)], check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [str(prefix / "bin" / "pip"), "install", "-q", f"deepagents-code=={versions.DEEPAGENTS_CODE}"],
+            check=True,
+            capture_output=True,
+            timeout=1200,
+        )
+        print(f"installed deepagents-code {versions.DEEPAGENTS_CODE} in {time.monotonic() - started:.1f} s")
+    return executable.parent
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
