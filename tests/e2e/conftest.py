@@ -65,11 +65,20 @@ def codex_bin() -> Path:
 
 
 def _python_312() -> str:
-    for name in ("python3.13", "python3.12"):
-        found = shutil.which(name)
-        if found and subprocess.run([found, "-c", "import venv"], capture_output=True).returncode == 0:
+    candidates = [shutil.which(name) for name in ("python3.13", "python3.12")]
+    # pyenv shims exist for every installed version but only run the selected one; look behind them.
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates += [str(p) for p in sorted(pyenv_root.glob("versions/3.1[2-9]*/bin/python3"), reverse=True)]
+    for found in candidates:
+        if (
+            found
+            and subprocess.run(
+                [found, "-c", "import sys, venv; assert sys.version_info >= (3, 12)"], capture_output=True
+            ).returncode
+            == 0
+        ):
             return found
-    pytest.fail("deepagents-code needs Python >= 3.12 and none was found on PATH (python3.12 or python3.13)")
+    pytest.fail("deepagents-code needs Python >= 3.12 and none was found (python3.12/3.13 on PATH or under pyenv)")
 
 
 @pytest.fixture(scope="session")
