@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+from switch.ledger.migrations import ROLLUP_SUMS
+
 GROUPS: dict[str, str] = {
     "day": "strftime('%Y-%m-%d', started_at, 'unixepoch', 'localtime')",
     "model": "served_model",
@@ -204,23 +206,7 @@ def spend(
     return rows
 
 
-_SPEND_KEYS = (
-    "grp",
-    "calls",
-    "errors",
-    "fallbacks",
-    "spend_micros",
-    "unpriced",
-    "native_micros",
-    "savings_micros",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "output_tokens",
-    "cache_savings_micros",
-    "first_at",
-    "last_at",
-)
+_SPEND_KEYS = ("grp", *ROLLUP_SUMS, "first_at", "last_at")
 
 
 def calls(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,24 @@ background = "baseten/{SUBAGENT_MODEL}"
 """
 
 
+@contextmanager
+def _install_lock(name: str) -> Iterator[None]:
+    """One installer at a time per harness, across pytest-xdist workers."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _npm_install(package: str, version: str, binary: str) -> Path:
+    with _install_lock(binary):
+        return _npm_install_unlocked(package, version, binary)
+
+
+def _npm_install_unlocked(package: str, version: str, binary: str) -> Path:
     prefix = CACHE / f"{binary}-{version}"
     executable = prefix / "node_modules" / ".bin" / binary
     if not executable.exists():
@@ -86,6 +105,12 @@ def dcode_bin() -> Path:
     """A directory holding the pinned `dcode` executable, in its own virtual environment."""
     prefix = CACHE / f"dcode-{versions.DEEPAGENTS_CODE}"
     executable = prefix / "bin" / "dcode"
+    with _install_lock("dcode"):
+        _install_dcode(prefix, executable)
+    return executable.parent
+
+
+def _install_dcode(prefix: Path, executable: Path) -> None:
     if not executable.exists():
         started = time.monotonic()
         subprocess.run([_python_312(), "-m", "venv", str(prefix)], check=True, capture_output=True, timeout=300)
@@ -96,7 +121,6 @@ def dcode_bin() -> Path:
             timeout=1200,
         )
         print(f"installed deepagents-code {versions.DEEPAGENTS_CODE} in {time.monotonic() - started:.1f} s")
-    return executable.parent
 
 
 def free_port() -> int:
