@@ -223,3 +223,21 @@ def last_user_text(request: dict[str, Any]) -> str:
             content = message.get("content")
             return content if isinstance(content, str) else json.dumps(content)
     return ""
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    """The tool outputs the harness sent back in a chat request."""
+    return [str(m.get("content")) for m in request.get("messages", []) if m.get("role") == "tool"]
+
+
+def check_ledger(harness: Harness, name: str, inbound_api: str | None = None) -> list[dict[str, Any]]:
+    """One completed row per upstream call, with the fake upstream's token counts."""
+    rows = harness.ledger()
+    served = sorted(received.json["model"] for received in harness.upstream.received)
+    assert sorted(row["served_model"] for row in rows) == served
+    for row in rows:
+        assert row["harness"] == name and row["outcome"] == "completed"
+        assert inbound_api is None or row["inbound_api"] == inbound_api
+        assert row["input_tokens"] + row["cache_read_tokens"] == 120 and row["output_tokens"] == 30
+        assert row["cost_micros"] is None or row["cost_micros"] > 0
+    return rows

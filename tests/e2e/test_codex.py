@@ -7,23 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness
+from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness, check_ledger, tool_results
 from tests.fake_upstream import ToolCall, Turn
 
 EXEC = ["exec", "--skip-git-repo-check", "-s", "danger-full-access"]
-
-
-def tool_results(request: dict[str, Any]) -> list[str]:
-    return [str(m.get("content")) for m in request.get("messages", []) if m.get("role") == "tool"]
-
-
-def check_ledger(harness: Harness) -> list[dict[str, Any]]:
-    rows = harness.ledger()
-    assert len(rows) == len(harness.upstream.received)
-    for row in rows:
-        assert row["harness"] == "codex" and row["outcome"] == "completed" and row["inbound_api"] == "openai-responses"
-        assert row["input_tokens"] + row["cache_read_tokens"] == 120 and row["output_tokens"] == 30
-    return rows
 
 
 def test_plain_answer(harness: Callable[..., Harness], codex_bin: Path) -> None:
@@ -32,7 +19,7 @@ def test_plain_answer(harness: Callable[..., Harness], codex_bin: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Hello from Kimi via Codex." in result.stdout
     assert run.upstream.received[0].json["model"] == ORCHESTRATOR_MODEL
-    check_ledger(run)
+    check_ledger(run, "codex", "openai-responses")
 
 
 def test_tool_loop_changes_the_workspace(harness: Callable[..., Harness], codex_bin: Path) -> None:
@@ -52,7 +39,7 @@ def test_tool_loop_changes_the_workspace(harness: Callable[..., Harness], codex_
     second = run.upstream.received[-1].json
     assistant = next(m for m in second["messages"] if m.get("tool_calls"))
     assert assistant["reasoning_content"] == "Write the file with the shell."
-    check_ledger(run)
+    check_ledger(run, "codex", "openai-responses")
 
 
 def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness], codex_bin: Path) -> None:
@@ -75,6 +62,6 @@ def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness
     assert result.returncode == 0, result.stderr[-3000:]
     models = [received.json["model"] for received in run.upstream.received]
     assert SUBAGENT_MODEL in models and models[0] == ORCHESTRATOR_MODEL
-    rows = check_ledger(run)
+    rows = check_ledger(run, "codex", "openai-responses")
     assert {r["role"] for r in rows if r["served_model"] == SUBAGENT_MODEL} == {"subagent"}
     assert {r["role"] for r in rows if r["served_model"] == ORCHESTRATOR_MODEL} == {"orchestrator"}

@@ -7,23 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness
+from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness, check_ledger, tool_results
 from tests.fake_upstream import ToolCall, Turn
 
 DCODE = ["-q", "--no-tracing", "-M", "openai:gpt-5.5", "-n"]
-
-
-def tool_results(request: dict[str, Any]) -> list[str]:
-    return [str(m.get("content")) for m in request.get("messages", []) if m.get("role") == "tool"]
-
-
-def check_ledger(harness: Harness) -> list[dict[str, Any]]:
-    rows = harness.ledger()
-    assert len(rows) == len(harness.upstream.received)
-    for row in rows:
-        assert row["harness"] == "langchain" and row["outcome"] == "completed"
-        assert row["input_tokens"] + row["cache_read_tokens"] == 120 and row["output_tokens"] == 30
-    return rows
 
 
 def test_plain_answer(harness: Callable[..., Harness], dcode_bin: Path) -> None:
@@ -32,7 +19,7 @@ def test_plain_answer(harness: Callable[..., Harness], dcode_bin: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Hello from Kimi via dcode." in result.stdout
     assert run.upstream.received[0].json["model"] == ORCHESTRATOR_MODEL
-    check_ledger(run)
+    check_ledger(run, "langchain")
 
 
 def test_tool_loop_changes_the_workspace(harness: Callable[..., Harness], dcode_bin: Path) -> None:
@@ -51,7 +38,7 @@ def test_tool_loop_changes_the_workspace(harness: Callable[..., Harness], dcode_
     assert (run.work / "hello.txt").read_text() == "hi from dcode\n"
     assistant = next(m for m in run.upstream.received[-1].json["messages"] if m.get("tool_calls"))
     assert assistant["reasoning_content"] == "Write the file."
-    check_ledger(run)
+    check_ledger(run, "langchain")
 
 
 def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness], dcode_bin: Path) -> None:
@@ -68,6 +55,6 @@ def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness
     assert result.returncode == 0, result.stderr[-3000:]
     models = [received.json["model"] for received in run.upstream.received]
     assert SUBAGENT_MODEL in models and models[0] == ORCHESTRATOR_MODEL
-    rows = check_ledger(run)
+    rows = check_ledger(run, "langchain")
     assert {r["role"] for r in rows if r["served_model"] == SUBAGENT_MODEL} == {"subagent"}
     assert {r["role"] for r in rows if r["served_model"] == ORCHESTRATOR_MODEL} == {"orchestrator"}
