@@ -90,10 +90,10 @@ def load_overview(connection: sqlite3.Connection, range_key: str, now: float) ->
         totals=totals[0] if totals else {},
         series=queries.series(connection, since, None, bucket, "model"),
         bucket_seconds=bucket,
-        by_model=queries.spend(connection, "model", since, None),
-        by_role=queries.spend(connection, "role", since, None),
-        by_harness=queries.spend(connection, "harness", since, None),
-        by_mapping=queries.spend(connection, "requested", since, None),
+        by_model=queries.spend(connection, "model", since, None, medians=False),
+        by_role=queries.spend(connection, "role", since, None, medians=False),
+        by_harness=queries.spend(connection, "harness", since, None, medians=False),
+        by_mapping=queries.spend(connection, "requested", since, None, medians=False),
     )
 
 

@@ -177,8 +177,10 @@ def spend(
     since: float | None = None,
     until: float | None = None,
     filters: dict[str, str] | None = None,
+    medians: bool = True,
 ) -> list[dict[str, Any]]:
-    """Spend, native estimate, savings, calls, errors, cache use and medians, per group (or in total)."""
+    """Spend, native estimate, savings, calls, errors, cache use and (unless `medians` is False) median
+    TTFT and output speed, per group (or in total)."""
     group_sql = GROUPS[by] if by else "'all'"
     where, params = _where(since, until, filters)
     if filters:
@@ -189,7 +191,7 @@ def spend(
         merged = _aggregate(connection, by, since, until)
     rows = [dict(zip(_SPEND_KEYS, (group, *values), strict=True)) for group, values in merged.items()]
     rows.sort(key=lambda row: (-(row["spend_micros"] or 0), -(row["calls"] or 0)))
-    ttft, tps = _medians(connection, group_sql, where, params)
+    ttft, tps = _medians(connection, group_sql, where, params) if medians else ({}, {})
     for row in rows:
         group = row["grp"]
         if row["unpriced"] and row["unpriced"] == row["calls"]:
