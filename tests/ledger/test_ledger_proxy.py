@@ -262,7 +262,9 @@ def test_calls_and_prices_commands(ledger_proxy: tuple[Proxy, Recorder], isolate
     listed = runner.invoke(app, ["calls", "--json", "--limit", "5"])
     assert listed.exit_code == 0
     # Only the JSON lines: log lines from other threads may share the captured output.
-    row = json.loads([line for line in listed.output.splitlines() if line.startswith("{")][-1])
+    json_lines = [line for line in listed.output.splitlines() if line.startswith("{")]
+    assert json_lines, listed.output
+    row = json.loads(json_lines[-1])
     assert row["served_model"] == "moonshotai/Kimi-K3" and row["cost_micros"] == 100 * 3 + 10 * 15
     prices = runner.invoke(app, ["prices", "baseten/moonshotai/Kimi-K3", "--json"])
     assert json.loads(prices.output[prices.output.index("[") :])[0]["price"] == {
