@@ -63,3 +63,29 @@ def test_deeply_nested_and_unknown_fields(kimi_proxy: Proxy) -> None:
         },
     )
     assert ok.status_code == 200
+
+
+def test_two_hundred_idle_keep_alive_connections_do_not_block_serving(kimi_proxy: Proxy) -> None:
+    import socket
+    import time
+
+    port = int(kimi_proxy.url.rsplit(":", 1)[1])
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(200):
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n")
+            idle.append(sock)
+        for sock in idle:
+            assert b"200 OK" in sock.recv(4096)
+        started = time.monotonic()
+        response = httpx.post(
+            kimi_proxy.url + "/v1/messages",
+            json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]},
+            timeout=10,
+        )
+        assert response.status_code == 200
+        assert time.monotonic() - started < 2
+    finally:
+        for sock in idle:
+            sock.close()
