@@ -35,6 +35,7 @@ EMPTY_HELP = (
     "3. Choose who does what:   switch use hybrid\n\n"
     "Calls appear here as they happen."
 )
+CALL_WIDTHS = (14, 11, 12, 18, 20, 16, 8, 7, 8, 10, 10, 7, 8, 1)
 CALL_COLUMNS = (
     "time",
     "harness",
@@ -178,8 +179,9 @@ class SwitchDashboard(App[None]):
             table = self.query_one(f"#{table_id}", DataTable)
             table.add_columns(label, "spend", "native", "saved", "calls", "cache hit", "cache saved")
         calls = self.query_one("#calls-table", DataTable)
-        for column in CALL_COLUMNS:
-            calls.add_column(column, key=column)
+        # Fixed widths: the table looks the same however and whenever its rows arrive.
+        for column, width in zip(CALL_COLUMNS, CALL_WIDTHS, strict=True):
+            calls.add_column(column, key=column, width=width)
         self.query_one("#sessions-table", DataTable).add_columns(
             "session", "harness", "start", "duration", "calls", "orchestrator", "subagents", "saved", "cache hit"
         )
