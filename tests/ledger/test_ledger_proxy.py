@@ -34,6 +34,12 @@ def by_hand(prices: tuple[float, float, float], uncached: int, cached: int, outp
     return round(uncached * prices[0] + cached * prices[1] + output * prices[2])
 
 
+def drain(recorder: Recorder, expected: int) -> None:
+    """Close the recorder once `expected` records reached it (the proxy submits just after responding)."""
+    wait_until(lambda: recorder.written + recorder.spilled + recorder._queue.qsize() >= expected)
+    recorder.close()
+
+
 def rows(home: Path) -> list[dict[str, Any]]:
     if not (home / "ledger.db").exists():
         return []
@@ -83,7 +89,7 @@ def test_rows_hold_usage_costs_and_timings_for_every_inbound_api(
     gpt.responses.create(model="gpt-5.5", input="hi")
     with gpt.responses.stream(model="gpt-5.5", input="hi") as events:
         events.get_final_response()
-    recorder.close()
+    drain(recorder, 6)
     recorded = rows(isolated_home)
     assert [(r["inbound_api"], r["streamed"]) for r in recorded] == [
         ("anthropic", 0),
@@ -131,8 +137,7 @@ def test_failed_and_cancelled_calls_are_recorded(ledger_proxy: tuple[Proxy, Reco
         received = b""
         while received.count(b"tick") < 3:
             received += sock.recv(4096)
-    time.sleep(0.5)
-    recorder.close()
+    drain(recorder, 2)
     failed, cancelled = rows(isolated_home)
     assert failed["outcome"] == "upstream_error" and failed["http_status"] == 500 and "down" in failed["error"]
     assert cancelled["outcome"] == "client_cancelled" and cancelled["usage_reported"] == 0
@@ -257,7 +262,7 @@ def test_calls_and_prices_commands(ledger_proxy: tuple[Proxy, Recorder], isolate
     anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0).messages.create(
         model="claude-opus-5-5", max_tokens=5, messages=[{"role": "user", "content": "x"}]
     )
-    recorder.close()
+    drain(recorder, 1)
     runner = CliRunner()
     listed = runner.invoke(app, ["calls", "--json", "--limit", "5"])
     assert listed.exit_code == 0

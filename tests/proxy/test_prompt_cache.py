@@ -151,7 +151,9 @@ def test_spend_by_session_reports_hit_rate_and_cache_savings(
                 messages=[{"role": "user", "content": "x"}],
                 extra_headers={"x-claude-code-session-id": session},
             )
-    recorder.close()
+    from tests.ledger.test_ledger_proxy import drain
+
+    drain(recorder, 3)
     result = CliRunner().invoke(cli_app, ["spend", "--by", "session", "--json"])
     assert result.exit_code == 0, result.output
     groups = {row["grp"]: row for row in json.loads(result.output)["groups"]}
