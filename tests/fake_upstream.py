@@ -64,6 +64,16 @@ class Received:
         return orjson.loads(self.body)
 
 
+async def read_body(receive: Any) -> bytes:
+    """The whole request body of an ASGI request."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or []
 
@@ -169,12 +179,7 @@ class FakeChatUpstream:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.received.append(Received(scope["path"], headers, body))
         request = orjson.loads(body) if body else {}
@@ -264,12 +269,7 @@ class FakeAnthropicUpstream:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         path = scope["path"] + ("?" + scope["query_string"].decode() if scope["query_string"] else "")
         self.received.append(Received(path, headers, body))
@@ -595,12 +595,7 @@ class FakeUpstream(FakeChatUpstream):
         if scope["type"] != "http" or scope["path"].endswith("/chat/completions"):
             await super().__call__(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.received.append(Received(scope["path"], headers, body))
         request = orjson.loads(body) if body else {}

@@ -35,6 +35,14 @@ class ImagePart:
     url: str | None = None
 
 
+def image_from_url(url: str) -> ImagePart:
+    """An image from an OpenAI-style URL: `data:<type>;base64,<data>` inline, anything else by reference."""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, _, data = url[5:].partition(";base64,")
+        return ImagePart(media_type=media_type, data=data)
+    return ImagePart(url=url)
+
+
 @dataclass(frozen=True, slots=True)
 class DocumentPart:
     """A document block; most chat upstreams cannot take it, so translators reject it clearly."""

@@ -21,7 +21,7 @@ from switch.ledger.record import RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
 from switch.protocols.tokens import estimate_input_tokens
-from switch.proxy.exchange import JSON_HEADERS, Exchange, Receive, Scope, Send
+from switch.proxy.exchange import Exchange, Receive, Scope, Send
 from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay, _parse_json
 from switch.proxy.upstream import UpstreamPool
@@ -164,4 +164,4 @@ def create_app(
     return Guard(app, extra_hosts, settings.server.access_token)
 
 
-__all__ = ["JSON_HEADERS", "create_app"]
+__all__ = ["create_app"]

@@ -140,10 +140,6 @@ def _with_options(request: Request, options: TargetOptions) -> Request:
     return replace(request, reasoning=reasoning, max_output_tokens=limit)
 
 
-def _native_error_message(raw: bytes) -> str:
-    return openai_errors.message_of(raw)
-
-
 def _parts_of_output(output: list[dict[str, Any]]) -> tuple[Any, ...]:
     return responses_response_to_ir({"output": output}, ToolIndex()).parts
 
@@ -614,7 +610,7 @@ class Relay:
         if can_fall_back:
             trigger = _status_trigger(response.status_code)
             if trigger in self.settings.routing.fallback_on:
-                failure = await self._status_failure(_native_error_message, response, target, None)
+                failure = await self._status_failure(openai_errors.message_of, response, target, None)
                 response.close()
                 return await self._fail(exchange, inbound, meter, request_id, failure, can_fall_back)
             if not await response.wait_body(self.settings.routing.ttft_timeout):

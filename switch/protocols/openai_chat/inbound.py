@@ -23,6 +23,7 @@ from switch.protocols.ir import (
     ToolResultPart,
     ToolSpec,
     Usage,
+    image_from_url,
 )
 from switch.protocols.openai_chat.response import reasoning_of
 
@@ -55,11 +56,8 @@ def _parts(content: Any, where: str) -> list[TextPart | ImagePart]:
         elif kind == "image_url":
             image = block.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image
-            if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
-                media_type, _, data = url[5:].partition(";base64,")
-                parts.append(ImagePart(media_type=media_type, data=data))
-            elif isinstance(url, str):
-                parts.append(ImagePart(url=url))
+            if isinstance(url, str):
+                parts.append(image_from_url(url))
     return parts
 
 

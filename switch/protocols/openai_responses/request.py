@@ -27,6 +27,7 @@ from switch.protocols.ir import (
     ToolChoice,
     ToolResultPart,
     ToolSpec,
+    image_from_url,
 )
 from switch.protocols.tools import flat_name
 
@@ -51,11 +52,8 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
             url = block.get("image_url")
             if isinstance(url, dict):
                 url = url.get("url")
-            if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
-                media_type, _, data = url[5:].partition(";base64,")
-                parts.append(ImagePart(media_type=media_type, data=data))
-            elif isinstance(url, str):
-                parts.append(ImagePart(url=url))
+            if isinstance(url, str):
+                parts.append(image_from_url(url))
             else:
                 raise ClientRequestError(
                     f"{where}: input_image by file_id is not supported by this route; send image_url",
