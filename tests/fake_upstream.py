@@ -172,6 +172,7 @@ class FakeChatUpstream:
         self.received: list[Received] = []
         self.require_reasoning = require_reasoning_on_tool_turns
         self.counter = itertools.count()
+        self.sent_bytes = 0  # body bytes handed to the server so far (send blocks when the reader is slow)
 
     def script(self, *answers: Turn | Reply) -> None:
         self.queue.extend(answers)
@@ -235,6 +236,7 @@ class FakeChatUpstream:
             if reply.stall_after is not None and index >= reply.stall_after:
                 await asyncio.sleep(3600)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            self.sent_bytes += len(chunk)
             if reply.delay_between:
                 await asyncio.sleep(reply.delay_between)
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -120,6 +120,9 @@ class _Connection(asyncio.Protocol):
         if self._paused and self.transport is not None:
             self._paused = False
             self.transport.resume_reading()
+            if self.response is not None:
+                # The upstream could not send while we were not reading: that time is not its silence.
+                self.response.last_activity = self.response.loop.time()
 
     def send(self, data: bytes, response: UpstreamResponse) -> None:
         self.response = response
