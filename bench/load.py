@@ -136,7 +136,8 @@ async def run_load(
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
     }
     upstream = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port), "--fail-every", str(fail_every)],
+        [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port)]
+        + ["--fail-every", str(fail_every)],
         env=env,
     )
     proxy = subprocess.Popen(

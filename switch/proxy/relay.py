@@ -423,14 +423,15 @@ class Relay:
                 result = upstream.response_to_ir(parsed, index)
             if upstream.function_only:
                 result = unwrap_response(result, index)
-        except (UpstreamError, orjson.JSONDecodeError) as exc:
-            error = (
-                exc
-                if isinstance(exc, UpstreamError)
-                else UpstreamError("upstream returned malformed JSON", kind="protocol")
-            )
-            status, outcome = _failure_status(error)
-            message = _scrub(error.message, key)
+        # No exception outlives its handler: one kept in a local would tie this frame into a cycle.
+        except UpstreamError as exc:
+            failure: tuple[int, Outcome, str] | None = (*_failure_status(exc), _scrub(exc.message, key))
+        except orjson.JSONDecodeError:
+            failure = (502, "incomplete_stream", "upstream returned malformed JSON")
+        else:
+            failure = None
+        if failure is not None:
+            status, outcome, message = failure
             await self._error(exchange, inbound, status, message, request_id)
             self._finish(meter, outcome, message)
             return

@@ -14,6 +14,7 @@ broken) or `UpstreamTimeout`; they never carry request headers, so keys stay out
 from __future__ import annotations
 
 import asyncio
+import copy
 import socket
 import ssl
 import time
@@ -30,6 +31,13 @@ from switch.errors import UpstreamError, UpstreamTimeout
 
 _HIGH_WATER = 1 << 20  # pause reading the upstream when this much is buffered (slow clients)
 _LOW_WATER = 1 << 18
+
+
+class _NoCallbacks:
+    pass
+
+
+_DETACHED_PARSER = httptools.HttpResponseParser(_NoCallbacks())
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -83,6 +91,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.parser = _DETACHED_PARSER  # the parser holds this protocol: drop the cycle with the socket
         response = self.response
         if response is not None and not response.complete:
             response.fail(UpstreamError("upstream closed the connection mid-response", kind="broken"))
@@ -171,11 +180,11 @@ class UpstreamResponse:
             waiter.set_result(None)
 
     def fail(self, error: UpstreamError) -> None:
-        if self.complete:
-            return
+        if self.complete or self._error is not None:
+            return  # the first failure is the cause; closing the connection after it adds another
         self._error = error
         if not self._headers_ready.done():
-            self._headers_ready.set_exception(error)
+            self._headers_ready.set_result(None)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -190,8 +199,8 @@ class UpstreamResponse:
                 await ready
             finally:
                 handle.cancel()
-        else:
-            ready.result()
+        if self.status_code == 0 and self._error is not None:
+            raise self._raised_error()
         encoding = self.headers.get("content-encoding", "").lower()
         if encoding in ("gzip", "deflate"):
             self._inflate = zlib.decompressobj(wbits=47)  # 47: gzip or zlib header, auto-detected
@@ -203,7 +212,8 @@ class UpstreamResponse:
             self.connection.closed = True
             if self.connection.transport is not None:
                 self.connection.transport.close()
-            self._headers_ready.set_exception(UpstreamTimeout("upstream did not answer in time"))
+            self._error = UpstreamTimeout("upstream did not answer in time")
+            self._headers_ready.set_result(None)
         else:
             self.loop.call_at(self.last_activity + self.read_timeout, self._headers_timeout)
 
@@ -227,6 +237,13 @@ class UpstreamResponse:
             handle.cancel()
             self._waiter = None
         return not timed_out
+
+    def _raised_error(self) -> UpstreamError:
+        # A copy, never the stored error: a raised exception keeps the frames it passed through,
+        # and those frames hold this response, whose `_error` would hold them back: a reference
+        # cycle per failed call that only the (rarely run) cycle collector frees.
+        assert self._error is not None
+        return copy.copy(self._error)
 
     def decode_content(self, enabled: bool) -> None:
         """Whether `chunks()` yields decompressed bytes (default: yes, for gzip and deflate)."""
@@ -255,7 +272,7 @@ class UpstreamResponse:
                 yield data
                 continue
             if self._error is not None:
-                raise self._error
+                raise self._raised_error()
             if self.complete:
                 self._release()
                 return
