@@ -31,29 +31,25 @@ def sse(chunks: list[dict[str, Any]]) -> list[bytes]:
 
 
 GOOD = chat_chunks(Turn(text="fine answer"), "m", iter(range(99)))  # type: ignore[arg-type]
+ERROR_BODIES = {
+    "json": (b'{"error":{"message":"upstream says no"}}', "application/json"),
+    "html": (b"<html><body><h1>Bad gateway</h1></body></html>", "text/html"),
+    "empty": (b"", "application/json"),
+}
+
+
+def status_reply(status: int, kind: str) -> Callable[[bool], Reply]:
+    body, content_type = ERROR_BODIES[kind]
+    return lambda _streamed: Reply(status, [body] if body else [], content_type)
+
+
 FAULTS: dict[str, tuple[Callable[[bool], Reply], str, int | None]] = {
     # name: (reply for streamed?, expected outcome, expected status when not streamed (None: 200 completed))
-    "http_500_json": (
-        lambda s: Reply(500, [b'{"error":{"message":"boom"}}'], "application/json"),
-        "upstream_error",
-        500,
-    ),
-    "http_502_html": (
-        lambda s: Reply(502, [b"<html><body>Bad gateway</body></html>"], "text/html"),
-        "upstream_error",
-        502,
-    ),
-    "http_503_empty": (lambda s: Reply(503, [], "application/json"), "upstream_error", 503),
-    "http_529": (
-        lambda s: Reply(529, [b'{"error":{"message":"overloaded"}}'], "application/json"),
-        "upstream_error",
-        529,
-    ),
-    "http_429": (
-        lambda s: Reply(429, [b'{"error":{"message":"slow down"}}'], "application/json"),
-        "upstream_error",
-        429,
-    ),
+    **{
+        f"http_{status}_{kind}": (status_reply(status, kind), "upstream_error", status)
+        for status in (500, 502, 503, 529, 429)
+        for kind in ERROR_BODIES
+    },
     "reset_mid_body": (
         lambda s: (
             Reply(200, sse(GOOD[:3]) + sse(GOOD[3:]), break_after=2)
@@ -71,6 +67,11 @@ FAULTS: dict[str, tuple[Callable[[bool], Reply], str, int | None]] = {
         502,
     ),
     "no_terminating_event": (lambda s: Reply(200, sse(GOOD[:3])), "incomplete_stream", None),
+    "missing_data_prefix": (
+        lambda s: Reply(200, [orjson.dumps(c) + b"\n\n" for c in GOOD] + [b"[DONE]\n\n"]),
+        "incomplete_stream",
+        502,
+    ),
     "garbage_lines": (
         lambda s: Reply(200, [b": comment\n", b"garbage line without colon\n\n", *sse(GOOD), b"data: [DONE]\n\n"]),
         "completed",
@@ -134,7 +135,14 @@ def assert_stream_well_formed(api: str, text: str, completed: bool) -> None:
         assert ('"type":"response.failed"' in text) != completed
 
 
-STREAM_ONLY = {"stall_mid_stream", "no_terminating_event", "truncated_json", "invalid_utf8", "garbage_lines"}
+STREAM_ONLY = {
+    "stall_mid_stream",
+    "no_terminating_event",
+    "truncated_json",
+    "invalid_utf8",
+    "garbage_lines",
+    "missing_data_prefix",
+}
 CASES = [
     (api, stream, fault)
     for api in PATHS
