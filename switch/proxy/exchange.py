@@ -52,6 +52,7 @@ class Exchange:
         "last_send",
         "finished",
         "route",
+        "_direct",
     )
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,6 +71,7 @@ class Exchange:
         self.last_send = 0.0
         self.finished = False
         self.route = b""
+        self._direct: Any = None
 
     @property
     def path(self) -> str:
@@ -119,13 +121,23 @@ class Exchange:
         if self.route:
             headers = [*headers, (b"x-switch-route", self.route)]
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        self._direct = _direct_writer(self.send)
 
     async def send_chunk(self, data: bytes) -> None:
         """Send part of a streamed body."""
         if data and not self.finished:
             self.response_bytes += len(data)
             self.last_send = time.perf_counter()
-            await self.send({"type": "http.response.body", "body": data, "more_body": True})
+            cycle = self._direct
+            if cycle is None:
+                await self.send({"type": "http.response.body", "body": data, "more_body": True})
+                return
+            # What uvicorn's `send` does for a chunk, without its per-message checks: wait while the
+            # client's socket buffer is full, drop the bytes once the client has gone.
+            if cycle.flow.write_paused and not cycle.disconnected:
+                await cycle.flow.drain()
+            if not cycle.disconnected:
+                cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
 
     async def end_stream(self, data: bytes = b"") -> None:
         """Send the last part of a streamed body."""
@@ -144,3 +156,24 @@ class Exchange:
                 if not self.finished:
                     task.cancel()
                 return
+
+
+_UVICORN_HTTPTOOLS = "uvicorn.protocols.http.httptools_impl"
+
+
+def _direct_writer(send: Send) -> Any:
+    """uvicorn's request cycle behind `send` when chunks may be written to its socket directly.
+
+    Streamed chunks are most of the proxy's writes: framing them here skips a message dict and
+    uvicorn's checks per chunk. Only uvicorn's httptools cycle (known fields, chunked encoding
+    decided by our headers) qualifies; any other server gets plain ASGI `send` calls. The final
+    chunk always goes through `send`, so uvicorn completes the response and keeps the connection.
+    """
+    cycle = getattr(send, "__self__", None)
+    if cycle is None or type(cycle).__module__ != _UVICORN_HTTPTOOLS:
+        return None
+    if getattr(cycle, "chunked_encoding", None) is not True or not hasattr(cycle, "flow"):
+        return None
+    if not hasattr(cycle, "transport") or not hasattr(cycle, "disconnected"):
+        return None
+    return cycle
