@@ -212,11 +212,13 @@ class Recorder:
         spill: Path | None = None,
         batch_size: int = 1000,
         clock: Callable[[], float] = time.monotonic,
+        batch_window: float = 0.2,
     ) -> None:
         self.pricer = Pricer(settings)
         self.database = database or locations.ledger_file()
         self.spill = spill or spill_file()
         self.batch_size = batch_size
+        self.batch_window = batch_window
         self._clock = clock
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="switch-ledger-writer", daemon=True)
@@ -251,6 +253,10 @@ class Recorder:
                 if self.spill_pending():
                     self._replay()
                 continue
+            if item is not _STOP and self.batch_window:
+                # Let the calls of the next moment join this one: one transaction for all of them,
+                # and no wake-up of this thread (and fight for the GIL) per proxied call.
+                time.sleep(self.batch_window)
             while True:
                 if item is _STOP:
                     stopping = True

@@ -154,6 +154,7 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
             wait_until(lambda: _listening(port))
             warm = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body_for("anthropic", True), timeout=10)
             assert warm.status_code == 200
+            wait_until(lambda: len(rows(isolated_home)) == 1)  # the writer has loaded its price table
             reply, text = big_answer(FIFTY_MB, True)
             fake.script(reply)
             fake.sent_bytes = 0
