@@ -42,6 +42,10 @@ class SseDecoder:
         if end < 0:
             self._pending = buffer
             return []
+        if end + 2 == len(buffer) and buffer.startswith(b"data: ") and buffer.find(b"\n") == end:
+            # One whole `data:` event, as most reads of a token stream are.
+            self._pending = b""
+            return [SseEvent(None, buffer[6:end])]
         self._pending = buffer[end + 2 :]
         events: list[SseEvent] = []
         for block in buffer[:end].split(b"\n\n"):

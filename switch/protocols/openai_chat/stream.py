@@ -59,15 +59,20 @@ class StreamDecoder:
             choice = choices[0]
             delta = choice.get("delta")
             if delta:
-                reasoning = reasoning_of(delta)
-                if reasoning:
-                    sink.reasoning_delta(reasoning)
-                content = delta.get("content")
-                if content:
-                    sink.text_delta(content)
-                calls = delta.get("tool_calls")
-                if calls:
-                    self._tool_calls(calls)
+                if len(delta) == 1 and "content" in delta:
+                    content = delta["content"]  # the usual token chunk: nothing else to look for
+                    if content:
+                        sink.text_delta(content)
+                else:
+                    reasoning = reasoning_of(delta)
+                    if reasoning:
+                        sink.reasoning_delta(reasoning)
+                    content = delta.get("content")
+                    if content:
+                        sink.text_delta(content)
+                    calls = delta.get("tool_calls")
+                    if calls:
+                        self._tool_calls(calls)
             finish_reason = choice.get("finish_reason")
             if finish_reason:
                 self.finished = True
