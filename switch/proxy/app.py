@@ -157,6 +157,11 @@ def create_app(
             watcher.cancel()
             collector.cancel()
             await pool.aclose()
+            # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
+            # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.
+            close_sink = getattr(sink, "close", None)
+            if close_sink is not None:
+                await asyncio.to_thread(close_sink)
 
     routes = [
         Route("/v1/models", models, methods=["GET"]),

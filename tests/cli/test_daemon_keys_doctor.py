@@ -15,12 +15,7 @@ from typer.testing import CliRunner
 
 from switch.cli import app
 from tests.conftest import FAKE_BASETEN_KEY
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.servers import free_port
 
 
 def run_switch(

@@ -6,7 +6,6 @@ import fcntl
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import pytest
 
 from tests.e2e import versions
 from tests.fake_upstream import FakeChatUpstream, Turn
-from tests.servers import serve
+from tests.servers import free_port, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "e2e"
@@ -121,12 +120,6 @@ def _install_dcode(prefix: Path, executable: Path) -> None:
             timeout=1200,
         )
         print(f"installed deepagents-code {versions.DEEPAGENTS_CODE} in {time.monotonic() - started:.1f} s")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -20,7 +20,7 @@ from tests.conftest import FAKE_BASETEN_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply
 from tests.faults.test_upstream_faults import PATHS, body_for
 from tests.ledger.test_ledger_proxy import rows, wait_until
-from tests.servers import serve
+from tests.servers import answers_health, free_port, serve
 
 FIFTY_MB = 50 * 1024 * 1024
 USAGE = {"prompt_tokens": 11, "completion_tokens": 13_107_200, "total_tokens": 13_107_211}
@@ -129,12 +129,6 @@ def dechunk(raw: bytes) -> bytes:
         position = line_end + 2 + size + 2
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everything(isolated_home: Path) -> None:
     fake = FakeChatUpstream()
     port = free_port()
@@ -151,7 +145,7 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
             stderr=subprocess.DEVNULL,
         )
         try:
-            wait_until(lambda: _listening(port))
+            wait_until(lambda: answers_health(port))
             warm = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body_for("anthropic", True), timeout=10)
             assert warm.status_code == 200
             wait_until(lambda: len(rows(isolated_home)) == 1)  # the writer has loaded its price table
@@ -193,11 +187,3 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
         finally:
             proxy.terminate()
             proxy.wait(10)
-
-
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False

@@ -5,7 +5,6 @@ a running proxy's pid file and log, the ledger and its WAL, the spill file)."""
 from __future__ import annotations
 
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -17,13 +16,7 @@ import anthropic
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.fake_upstream import FakeChatUpstream
 from tests.ledger.test_ledger_proxy import hold_lock, wait_until
-from tests.servers import serve
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.servers import free_port, serve
 
 
 def test_every_state_file_is_private_under_a_permissive_umask(tmp_path: Path) -> None:

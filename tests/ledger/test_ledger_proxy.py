@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx
 import openai
 import pytest
 
@@ -24,7 +23,7 @@ from switch.config import load_settings
 from switch.ledger.recorder import Recorder, spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply, Turn
-from tests.servers import serve
+from tests.servers import answers_health, free_port, serve
 
 KIMI = (3.0, 0.3, 15.0)  # USD per million: input, cached input, output
 OPUS = (4.0, 0.2, 20.0)
@@ -185,12 +184,6 @@ def test_locked_database_loses_no_call(ledger_proxy: tuple[Proxy, Recorder], iso
     assert not recorder.spill_pending()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Path) -> None:
     fake = FakeChatUpstream()
     with serve(fake) as url:
@@ -206,7 +199,7 @@ def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Pa
                     stdout=output,
                     stderr=subprocess.STDOUT,
                 )
-            wait_until(lambda: _listening(port))
+            wait_until(lambda: answers_health(port))
             return process
 
         port = free_port()
@@ -244,13 +237,6 @@ def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Pa
                 assert secret not in blob
 
 
-def _listening(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def test_calls_and_prices_commands(ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path) -> None:
     from typer.testing import CliRunner
 
@@ -280,3 +266,29 @@ def test_calls_and_prices_commands(ledger_proxy: tuple[Proxy, Recorder], isolate
     }
     unknown = runner.invoke(app, ["prices", "baseten/nobody/none"])
     assert "unpriced" in unknown.output
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_stopping_the_proxy_right_after_calls_loses_none_of_them(isolated_home: Path, signal_number: int) -> None:
+    # The writer gathers records for a moment before a transaction; a stop in that moment must
+    # still write them (uvicorn ends the process with the caught signal once it has shut down).
+    fake = FakeChatUpstream()
+    with serve(fake) as url:
+        (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "switch", "serve", "--port", str(port)],
+            env={**os.environ, "BASETEN_API_KEY": FAKE_BASETEN_KEY},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_until(lambda: answers_health(port))
+            client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0)
+            for index in range(3):
+                client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
+            client.close()
+        finally:
+            process.send_signal(signal_number)
+            process.wait(20)
+    assert [row["outcome"] for row in rows(isolated_home)] == ["completed"] * 3
