@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -57,3 +60,20 @@ def answers_health(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`switch serve --port PORT` as its own process (extra `env` on top of ours), once it answers."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "switch", "serve", "--port", str(port)],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not answers_health(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("switch serve did not start")
+        time.sleep(0.05)
+    return process

@@ -4,10 +4,7 @@ and a client reading one byte per second holds the upstream back instead of fill
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,7 @@ from tests.conftest import FAKE_BASETEN_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply
 from tests.faults.test_upstream_faults import PATHS, body_for
 from tests.ledger.test_ledger_proxy import rows, wait_until
-from tests.servers import answers_health, free_port, serve
+from tests.servers import free_port, serve, start_serve
 
 FIFTY_MB = 50 * 1024 * 1024
 USAGE = {"prompt_tokens": 11, "completion_tokens": 13_107_200, "total_tokens": 13_107_211}
@@ -138,14 +135,8 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
         (isolated_home / "config.toml").write_text(
             f'[server]\nread_timeout = 2.0\n[providers.baseten]\nbase_url = "{url}/v1"\n', encoding="utf-8"
         )
-        proxy = subprocess.Popen(
-            [sys.executable, "-m", "switch", "serve", "--port", str(port)],
-            env={**os.environ, "BASETEN_API_KEY": FAKE_BASETEN_KEY},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proxy = start_serve(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY})
         try:
-            wait_until(lambda: answers_health(port))
             warm = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body_for("anthropic", True), timeout=10)
             assert warm.status_code == 200
             wait_until(lambda: len(rows(isolated_home)) == 1)  # the writer has loaded its price table

@@ -23,7 +23,7 @@ from switch.config import load_settings
 from switch.ledger.recorder import Recorder, spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply, Turn
-from tests.servers import answers_health, free_port, serve
+from tests.servers import answers_health, free_port, serve, start_serve
 
 KIMI = (3.0, 0.3, 15.0)  # USD per million: input, cached input, output
 OPUS = (4.0, 0.2, 20.0)
@@ -276,14 +276,8 @@ def test_stopping_the_proxy_right_after_calls_loses_none_of_them(isolated_home: 
     with serve(fake) as url:
         (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
         port = free_port()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "switch", "serve", "--port", str(port)],
-            env={**os.environ, "BASETEN_API_KEY": FAKE_BASETEN_KEY},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = start_serve(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY})
         try:
-            wait_until(lambda: answers_health(port))
             client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0)
             for index in range(3):
                 client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
