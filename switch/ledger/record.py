@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from switch.values import value
 
 Outcome = Literal[
     "completed",
@@ -16,7 +17,7 @@ Outcome = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CallRecord:
     """Everything the ledger keeps about one call attempt (never a prompt, never a key)."""
 

@@ -13,20 +13,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from switch.values import value
+
 Role = Literal["user", "assistant"]
 StopReason = Literal["end_turn", "max_tokens", "tool_use", "stop_sequence", "refusal", "pause"]
 ToolKind = Literal["function", "custom"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TextPart:
     """Plain text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ImagePart:
     """An image given inline (base64 `data` with `media_type`) or by `url`."""
 
@@ -43,7 +45,7 @@ def image_from_url(url: str) -> ImagePart:
     return ImagePart(url=url)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class DocumentPart:
     """A document block; most chat upstreams cannot take it, so translators reject it clearly."""
 
@@ -51,7 +53,7 @@ class DocumentPart:
     source_type: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ReasoningPart:
     """Model reasoning text, with the opaque token its API needs to accept it back, if any."""
 
@@ -60,7 +62,7 @@ class ReasoningPart:
     redacted_data: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallPart:
     """A call the model made; `arguments` is the JSON text (or free text for custom tools).
 
@@ -75,7 +77,7 @@ class ToolCallPart:
     namespace: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolResultPart:
     """The caller's answer to a tool call."""
 
@@ -88,7 +90,7 @@ class ToolResultPart:
 Part = TextPart | ImagePart | DocumentPart | ReasoningPart | ToolCallPart | ToolResultPart
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Message:
     """One turn; system text that arrives mid-conversation is kept as a `system` message."""
 
@@ -96,7 +98,7 @@ class Message:
     parts: tuple[Part, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolSpec:
     """A tool the model may call; custom (freeform) tools carry their format in `grammar`."""
 
@@ -109,7 +111,7 @@ class ToolSpec:
     namespace_description: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolChoice:
     """`auto`, `required` (any tool), `none`, or one `tool` by name."""
 
@@ -117,7 +119,7 @@ class ToolChoice:
     name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Reasoning:
     """What the caller asked of the model's thinking."""
 
@@ -126,7 +128,7 @@ class Reasoning:
     budget_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Request:
     """A model call, independent of the API it came in on."""
 
@@ -163,7 +165,7 @@ class Usage:
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Response:
     """A complete (non-streamed) answer."""
 

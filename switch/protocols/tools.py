@@ -8,13 +8,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from switch.protocols.carry import short_tool_name
 from switch.protocols.ir import Response, StopReason, StreamSink, ToolCallPart, ToolSpec, Usage
+from switch.values import value
 
 NAMESPACE_SEPARATOR = "__"
 CUSTOM_ARGUMENT = "input"
@@ -25,7 +26,7 @@ def flat_name(namespace: str | None, name: str) -> str:
     return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if namespace else name
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolIndex:
     """Lookups derived from a request's tool list."""
 

@@ -13,10 +13,11 @@ Pure: reads headers (lower-case names) and the parsed body; no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+
+from switch.values import value
 
 Harness = Literal["claude-code", "codex", "langchain", "other"]
 Role = Literal["orchestrator", "subagent", "background"]
@@ -48,7 +49,7 @@ def _has_marker(texts: list[str], markers: tuple[str, ...]) -> bool:
     return any(marker in text[:_MARKER_WINDOW] for text in texts for marker in markers)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CallInfo:
     """The classification of one call."""
 
