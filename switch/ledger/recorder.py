@@ -253,9 +253,10 @@ class Recorder:
                 if self.spill_pending():
                     self._replay()
                 continue
-            if item is not _STOP and self.batch_window:
+            if item is not _STOP and self.batch_window and self._queue.qsize() < self.batch_size:
                 # Let the calls of the next moment join this one: one transaction for all of them,
-                # and no wake-up of this thread (and fight for the GIL) per proxied call.
+                # and no wake-up of this thread (and fight for the GIL) per proxied call. A backlog
+                # of a full batch is written at once.
                 time.sleep(self.batch_window)
             while True:
                 if item is _STOP:

@@ -136,7 +136,9 @@ class Exchange:
             # client's socket buffer is full, drop the bytes once the client has gone.
             if cycle.flow.write_paused and not cycle.disconnected:
                 await cycle.flow.drain()
-            if not cycle.disconnected:
+            # After a wait, the response may have been ended meanwhile: bytes after the final chunk
+            # would corrupt the next response on this kept-alive connection.
+            if not cycle.disconnected and not cycle.response_complete:
                 cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
 
     async def end_stream(self, data: bytes = b"") -> None:
@@ -174,6 +176,6 @@ def _direct_writer(send: Send) -> Any:
         return None
     if getattr(cycle, "chunked_encoding", None) is not True or not hasattr(cycle, "flow"):
         return None
-    if not hasattr(cycle, "transport") or not hasattr(cycle, "disconnected"):
+    if not all(hasattr(cycle, name) for name in ("transport", "disconnected", "response_complete")):
         return None
     return cycle
