@@ -173,6 +173,7 @@ class FakeChatUpstream:
         self.require_reasoning = require_reasoning_on_tool_turns
         self.counter = itertools.count()
         self.sent_bytes = 0  # body bytes handed to the server so far (send blocks when the reader is slow)
+        self.disconnects = 0  # requests whose caller (the proxy) closed the connection before the end
 
     def script(self, *answers: Turn | Reply) -> None:
         self.queue.extend(answers)
@@ -210,7 +211,17 @@ class FakeChatUpstream:
                     [orjson.dumps(chat_completion(answer, request.get("model", ""), self.counter))],
                     "application/json",
                 )
-        await self._play(answer, send)
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(self._watch_disconnect(receive, gone))
+        try:
+            await self._play(answer, send, gone)
+        finally:
+            watcher.cancel()
+
+    async def _watch_disconnect(self, receive: Any, gone: asyncio.Event) -> None:
+        if (await receive())["type"] == "http.disconnect":
+            self.disconnects += 1
+            gone.set()
 
     def _kimi_rejects(self, request: dict[str, Any]) -> str | None:
         for index, message in enumerate(request.get("messages", [])):
@@ -224,13 +235,15 @@ class FakeChatUpstream:
                 return "tool message must have content"
         return None
 
-    async def _play(self, reply: Reply, send: Any) -> None:
+    async def _play(self, reply: Reply, send: Any, gone: asyncio.Event | None = None) -> None:
         if reply.delay_before:
             await asyncio.sleep(reply.delay_before)
         headers = [(b"content-type", reply.content_type.encode())]
         headers += [(k.encode(), v.encode()) for k, v in reply.headers.items()]
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         for index, chunk in enumerate(reply.chunks):
+            if gone is not None and gone.is_set():
+                return  # the caller hung up: stop generating, as a real server would
             if reply.break_after is not None and index >= reply.break_after:
                 raise ConnectionResetError("fake upstream breaks the connection")
             if reply.stall_after is not None and index >= reply.stall_after:

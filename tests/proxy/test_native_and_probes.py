@@ -137,5 +137,9 @@ def test_client_disconnect_mid_stream_cancels_upstream_and_is_recorded(kimi_prox
     started = time.monotonic()
     record = kimi_proxy.sink.wait(1)[0]
     assert record.outcome == "client_cancelled"
-    # cancelled promptly, not after the upstream's 10 s of chunks
+    # cancelled promptly, not after the upstream's 10 s of chunks: the upstream request is closed
+    deadline = time.monotonic() + 3
+    while kimi_proxy.upstream.disconnects == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert kimi_proxy.upstream.disconnects == 1
     assert time.monotonic() - started < 3
