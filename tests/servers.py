@@ -77,3 +77,12 @@ def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
             raise RuntimeError("switch serve did not start")
         time.sleep(0.05)
     return process
+
+
+def send_post(sock: socket.socket, path: str, body: bytes) -> None:
+    """Write one HTTP/1.1 JSON POST on a raw socket (for tests that read the answer byte by byte)."""
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )

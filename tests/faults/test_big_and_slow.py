@@ -17,7 +17,7 @@ from tests.conftest import FAKE_BASETEN_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply
 from tests.faults.test_upstream_faults import PATHS, body_for
 from tests.ledger.test_ledger_proxy import rows, wait_until
-from tests.servers import free_port, serve, start_serve
+from tests.servers import free_port, send_post, serve, start_serve
 
 FIFTY_MB = 50 * 1024 * 1024
 USAGE = {"prompt_tokens": 11, "completion_tokens": 13_107_200, "total_tokens": 13_107_211}
@@ -148,11 +148,7 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
             with socket.socket() as sock:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 sock.connect(("127.0.0.1", port))
-                sock.sendall(
-                    b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(request)}\r\n\r\n".encode()
-                    + request
-                )
+                send_post(sock, "/v1/messages", request)
                 received = bytearray()
                 for _ in range(6):
                     received += sock.recv(1)

@@ -23,7 +23,7 @@ from switch.config import load_settings
 from switch.ledger.recorder import Recorder, spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply, Turn
-from tests.servers import answers_health, free_port, serve, start_serve
+from tests.servers import answers_health, free_port, send_post, serve, start_serve
 
 KIMI = (3.0, 0.3, 15.0)  # USD per million: input, cached input, output
 OPUS = (4.0, 0.2, 20.0)
@@ -128,11 +128,7 @@ def test_failed_and_cancelled_calls_are_recorded(ledger_proxy: tuple[Proxy, Reco
     body = b'{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"x"}]}'
     port = int(proxy.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(
-            b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
+        send_post(sock, "/v1/messages", body)
         received = b""
         while received.count(b"tick") < 3:
             received += sock.recv(4096)

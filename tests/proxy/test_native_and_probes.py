@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import FAKE_CLIENT_KEY, Proxy, load_capture
 from tests.fake_upstream import ANTHROPIC_STREAM, FakeAnthropicUpstream, Reply
-from tests.servers import serve
+from tests.servers import send_post, serve
 
 
 @pytest.fixture
@@ -126,11 +126,7 @@ def test_client_disconnect_mid_stream_cancels_upstream_and_is_recorded(kimi_prox
     body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]})
     port = int(kimi_proxy.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(
-            b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
+        send_post(sock, "/v1/messages", body)
         received = b""
         while b"tick" not in received:
             received += sock.recv(4096)
