@@ -33,7 +33,6 @@ from switch.proxy.adapters import (
     CHAT_INBOUND,
     RESPONSES_INBOUND,
     UPSTREAMS,
-    ClientEncoder,
     InboundApi,
     UpstreamApi,
 )
@@ -477,8 +476,12 @@ class Relay:
         outcome: Outcome = "completed"
         task = asyncio.current_task()
         assert task is not None
-        watcher = asyncio.create_task(exchange.watch_disconnect(task))
-        pinger = asyncio.create_task(self._ping(exchange, encoder))
+
+        def ping() -> bytes:
+            encoder.start()
+            return encoder.take() + encoder.ping()
+
+        stop_guard = exchange.guard_stream(task, self.settings.server.ping_interval, ping)
         try:
             if is_sse:
                 sse = SseDecoder()
@@ -525,8 +528,7 @@ class Relay:
                 meter.error = str(exc) if isinstance(exc, StreamFormatError) else "upstream sent malformed JSON"
             encoder.fail(status, meter.error)
         finally:
-            pinger.cancel()
-            watcher.cancel()
+            stop_guard()
         if meter.first_token_at is None and encoder.content_started:
             meter.first_token_at = time.perf_counter()
         if outcome != "client_cancelled":
@@ -547,14 +549,6 @@ class Relay:
         if inbound is RESPONSES_INBOUND and outcome == "completed":
             self._store_response(request, response_id, _parts_of_output(getattr(encoder, "output", [])))
         self._finish(meter, outcome)
-
-    async def _ping(self, exchange: Exchange, encoder: ClientEncoder) -> None:
-        interval = self.settings.server.ping_interval
-        while True:
-            await asyncio.sleep(interval)
-            if time.perf_counter() - exchange.last_send >= interval and not exchange.finished:
-                encoder.start()
-                await exchange.send_chunk(encoder.take() + encoder.ping())
 
     def _remember_reasoning(self, response: Response) -> None:
         reasoning = "".join(p.text for p in response.parts if isinstance(p, ReasoningPart))
