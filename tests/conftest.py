@@ -94,14 +94,14 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
     """Start the real proxy app on a loopback port with the given config.toml text."""
     stack: list[Any] = []
 
-    def start(config_text: str = "", sink: Any = None, **settings_overrides: Any) -> Proxy:
+    def start(config_text: str = "", sink: Any = None, http: str = "auto", **settings_overrides: Any) -> Proxy:
         write_config(isolated_home, config_text)
         settings = load_settings()
         for key, value in settings_overrides.items():
             setattr(settings.server, key, value)
         sink = sink if sink is not None else ListSink()
         app = create_app(settings, sink=sink)
-        context = serve(app)
+        context = serve(app, http)
         url = context.__enter__()
         stack.append(context)
         return Proxy(url, sink, app)
@@ -111,18 +111,33 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
         context.__exit__(None, None, None)
 
 
-@pytest.fixture
-def kimi_proxy(
+def _kimi_proxy(
     fake_chat: tuple[FakeChatUpstream, str],
     start_proxy: Callable[..., Proxy],
     monkeypatch: pytest.MonkeyPatch,
+    http: str,
 ) -> Proxy:
-    """The proxy routing everything to the fake chat upstream as `baseten/moonshotai/Kimi-K3`."""
     fake, url = fake_chat
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
-    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}"\n', ping_interval=0.2, read_timeout=2.0)
+    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}"\n', http=http, ping_interval=0.2, read_timeout=2.0)
     proxy.upstream = fake
     return proxy
+
+
+@pytest.fixture
+def kimi_proxy(
+    fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
+) -> Proxy:
+    """The proxy routing everything to the fake chat upstream as `baseten/moonshotai/Kimi-K3`."""
+    return _kimi_proxy(fake_chat, start_proxy, monkeypatch, "auto")
+
+
+@pytest.fixture
+def kimi_proxy_h11(
+    fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
+) -> Proxy:
+    """`kimi_proxy` on uvicorn's h11 protocol: streams go through plain ASGI `send` and side tasks."""
+    return _kimi_proxy(fake_chat, start_proxy, monkeypatch, "h11")
 
 
 def load_capture(name: str) -> dict[str, Any]:

@@ -22,9 +22,11 @@ class _QuietServer(uvicorn.Server):
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto")
+def serve(app: Any, http: str = "auto") -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL; `http`: uvicorn's protocol."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto", http=http
+    )
     server = _QuietServer(config)
 
     def run() -> None:

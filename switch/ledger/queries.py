@@ -33,9 +33,7 @@ _CALLS_SUMS = """COUNT(*), SUM(outcome != 'completed'), SUM(fallback_attempt > 0
     SUM(CASE WHEN cost_micros IS NOT NULL AND native_cost_micros IS NOT NULL THEN native_cost_micros - cost_micros END),
     SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens),
     SUM(cache_savings_micros), MIN(started_at), MAX(started_at)"""
-_ROLLUP_SUMS = """SUM(calls), SUM(errors), SUM(fallbacks), SUM(spend_micros), SUM(unpriced), SUM(native_micros),
-    SUM(savings_micros), SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens),
-    SUM(cache_savings_micros), MIN(first_at), MAX(last_at)"""
+_ROLLUP_SUMS = ", ".join(f"SUM({name})" for name in ROLLUP_SUMS) + ", MIN(first_at), MAX(last_at)"
 MEDIAN_SAMPLE = 5_000
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -63,15 +61,21 @@ def parse_time(text: str | None, now: float | None = None) -> float | None:
         raise ValueError(f"cannot read time '{text}': use 30m, 24h, 7d, today, or an ISO date") from exc
 
 
-def _where(since: float | None, until: float | None, extra: dict[str, str] | None = None) -> tuple[str, list[Any]]:
+def _in_range(column: str, low: float | None, high: float | None) -> tuple[list[str], list[Any]]:
+    """SQL conditions (and their parameters) for `low <= column < high`, either bound optional."""
     clauses: list[str] = []
     params: list[Any] = []
-    if since is not None:
-        clauses.append("started_at >= ?")
-        params.append(since)
-    if until is not None:
-        clauses.append("started_at < ?")
-        params.append(until)
+    if low is not None:
+        clauses.append(f"{column} >= ?")
+        params.append(low)
+    if high is not None:
+        clauses.append(f"{column} < ?")
+        params.append(high)
+    return clauses, params
+
+
+def _where(since: float | None, until: float | None, extra: dict[str, str] | None = None) -> tuple[str, list[Any]]:
+    clauses, params = _in_range("started_at", since, until)
     for column, value in (extra or {}).items():
         if column == "text":
             clauses.append("(requested_model LIKE ? OR served_model LIKE ? OR COALESCE(error,'') LIKE ?)")
@@ -140,13 +144,7 @@ def _aggregate(
     first_hour = None if since is None else -(-int(since) // 3600) * 3600
     last_hour = None if until is None else int(until) // 3600 * 3600
     merged: dict[Any, list[Any]] = {}
-    clauses, params = [], []
-    if first_hour is not None:
-        clauses.append("hour >= ?")
-        params.append(first_hour)
-    if last_hour is not None:
-        clauses.append("hour < ?")
-        params.append(last_hour)
+    clauses, params = _in_range("hour", first_hour, last_hour)
     where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
     rollup_group = ROLLUP_GROUPS[by] if by else "'all'"
     table = "rollup_session" if by == "session" else "rollup"

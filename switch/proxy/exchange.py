@@ -136,12 +136,11 @@ class Exchange:
             # client's socket buffer is full, drop the bytes once the client has gone.
             if cycle.flow.write_paused and not cycle.disconnected:
                 await cycle.flow.drain()
-            # After a wait, the response may have been ended meanwhile: bytes after the final chunk
-            # would corrupt the next response on this kept-alive connection.
-            if not cycle.disconnected and not cycle.response_complete:
-                cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+            _write_chunk(cycle, data)
 
-    def guard_stream(self, task: asyncio.Task[Any], interval: float, ping: Callable[[], bytes]) -> Callable[[], None]:
+    def guard_stream(
+        self, task: asyncio.Task[Any], interval: float, ping: Callable[[], bytes] | None = None
+    ) -> Callable[[], None]:
         """While `task` streams: cancel it if the client leaves, send `ping()` after `interval` of silence.
 
         Returns the function that stops both. On uvicorn's httptools cycle this is one timer that
@@ -151,12 +150,13 @@ class Exchange:
         """
         cycle = self._direct
         if cycle is None:
-            watcher = asyncio.create_task(self.watch_disconnect(task))
-            pinger = asyncio.create_task(self._ping_when_silent(interval, ping))
+            tasks = [asyncio.create_task(self._watch_disconnect(task))]
+            if ping is not None:
+                tasks.append(asyncio.create_task(self._ping_when_silent(interval, ping)))
 
             def stop_tasks() -> None:
-                watcher.cancel()
-                pinger.cancel()
+                for side_task in tasks:
+                    side_task.cancel()
 
             return stop_tasks
         return _StreamGuard(self, cycle, task, interval, ping).stop
@@ -175,8 +175,7 @@ class Exchange:
         self.response_bytes += len(data)
         await self.send({"type": "http.response.body", "body": data, "more_body": False})
 
-    async def watch_disconnect(self, task: asyncio.Task[Any]) -> None:
-        """Cancel `task` when the client goes away (run as its own task while streaming)."""
+    async def _watch_disconnect(self, task: asyncio.Task[Any]) -> None:
         while True:
             message = await self.receive()
             if message["type"] == "http.disconnect":
@@ -187,6 +186,13 @@ class Exchange:
 
 
 _UVICORN_HTTPTOOLS = "uvicorn.protocols.http.httptools_impl"
+
+
+def _write_chunk(cycle: Any, data: bytes) -> None:
+    # A chunk written after the response ended (the client buffer was full meanwhile) would
+    # corrupt the next response on this kept-alive connection; one to a departed client is dropped.
+    if not cycle.disconnected and not cycle.response_complete:
+        cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
 
 
 def _direct_writer(send: Send) -> Any:
@@ -213,7 +219,12 @@ class _StreamGuard:
     __slots__ = ("exchange", "cycle", "task", "interval", "period", "ping", "handle")
 
     def __init__(
-        self, exchange: Exchange, cycle: Any, task: asyncio.Task[Any], interval: float, ping: Callable[[], bytes]
+        self,
+        exchange: Exchange,
+        cycle: Any,
+        task: asyncio.Task[Any],
+        interval: float,
+        ping: Callable[[], bytes] | None,
     ) -> None:
         self.exchange = exchange
         self.cycle = cycle
@@ -235,11 +246,13 @@ class _StreamGuard:
             exchange.disconnected = True
             self.task.cancel()
             return
-        if time.perf_counter() - exchange.last_send >= self.interval and not cycle.flow.write_paused:
-            data = self.ping()
-            exchange.response_bytes += len(data)
-            exchange.last_send = time.perf_counter()
-            cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+        ping = self.ping
+        if ping is not None and time.perf_counter() - exchange.last_send >= self.interval:
+            if not cycle.flow.write_paused:
+                data = ping()
+                exchange.response_bytes += len(data)
+                exchange.last_send = time.perf_counter()
+                _write_chunk(cycle, data)
         self.handle = asyncio.get_running_loop().call_later(self.period, self.tick)
 
     def stop(self) -> None:

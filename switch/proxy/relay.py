@@ -630,9 +630,11 @@ class Relay:
         outcome: Outcome = "completed" if response.status_code < 400 else "upstream_error"
         task = asyncio.current_task()
         assert task is not None
-        watcher = asyncio.create_task(exchange.watch_disconnect(task))
+        stop_guard: Callable[[], None] = lambda: None  # noqa: E731
         try:
             await exchange.start_stream(response_headers, response.status_code)
+            # The native upstream sends its own pings; only a departed client needs watching.
+            stop_guard = exchange.guard_stream(task, self.settings.server.ping_interval)
             async for chunk in response.chunks():
                 if meter.first_token_at is None:
                     meter.first_token_at = time.perf_counter()
@@ -653,7 +655,7 @@ class Relay:
                 in_band = anthropic_errors.error_event(502, exc.message)
             await exchange.end_stream(in_band)
         finally:
-            watcher.cancel()
+            stop_guard()
             response.close()
         if sniffer is not None:
             sniffer.close()

@@ -302,9 +302,11 @@ def test_failure_mid_stream_becomes_in_band_error_event(kimi_proxy: Proxy) -> No
     assert records[-1].outcome in ("transport_error", "incomplete_stream")
 
 
-def test_ping_sent_during_upstream_silence(kimi_proxy: Proxy) -> None:
+@pytest.mark.parametrize("server", ["kimi_proxy", "kimi_proxy_h11"], ids=["httptools", "h11"])
+def test_ping_sent_during_upstream_silence(request: pytest.FixtureRequest, server: str) -> None:
     import httpx
 
+    kimi_proxy: Proxy = request.getfixturevalue(server)
     assert kimi_proxy.upstream is not None
     chunks = [
         b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n',

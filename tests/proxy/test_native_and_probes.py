@@ -119,7 +119,11 @@ def test_foreign_host_and_browser_origin_are_refused(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None and kimi_proxy.upstream.received == []
 
 
-def test_client_disconnect_mid_stream_cancels_upstream_and_is_recorded(kimi_proxy: Proxy) -> None:
+@pytest.mark.parametrize("server", ["kimi_proxy", "kimi_proxy_h11"], ids=["httptools", "h11"])
+def test_client_disconnect_mid_stream_cancels_upstream_and_is_recorded(
+    request: pytest.FixtureRequest, server: str
+) -> None:
+    kimi_proxy: Proxy = request.getfixturevalue(server)
     assert kimi_proxy.upstream is not None
     chunks = [b'data: {"choices":[{"index":0,"delta":{"content":"tick "}}]}\n\n'] * 200
     kimi_proxy.upstream.script(Reply(200, chunks, delay_between=0.05))
