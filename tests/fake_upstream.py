@@ -309,6 +309,8 @@ class FakeAnthropicUpstream:
         await send({"type": "http.response.start", "status": reply.status, "headers": headers_out})
         for chunk in reply.chunks:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if reply.delay_between:
+                await asyncio.sleep(reply.delay_between)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

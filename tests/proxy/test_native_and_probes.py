@@ -143,3 +143,29 @@ def test_client_disconnect_mid_stream_cancels_upstream_and_is_recorded(
         time.sleep(0.02)
     assert kimi_proxy.upstream.disconnects == 1
     assert time.monotonic() - started < 3
+
+
+def test_client_disconnect_mid_native_stream_is_recorded_promptly(
+    native_proxy: tuple[Proxy, FakeAnthropicUpstream],
+) -> None:
+    proxy, fake = native_proxy
+    tick = (
+        b"event: content_block_delta\ndata: "
+        b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tick "}}\n\n'
+    )
+    fake.queue.append(
+        Reply(200, [ANTHROPIC_STREAM.split(b"event: content_block_delta")[0], *[tick] * 80], delay_between=0.05)
+    )
+    body = orjson.dumps(
+        {"model": "claude-opus-5-5", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    )
+    port = int(proxy.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        send_post(sock, "/v1/messages", body)
+        received = b""
+        while b"tick" not in received:
+            received += sock.recv(4096)
+    started = time.monotonic()
+    record = proxy.sink.wait(1)[0]
+    # the pass-through stops within a moment of the client leaving, not after the upstream's 4 s
+    assert record.outcome == "client_cancelled" and time.monotonic() - started < 3
