@@ -22,7 +22,7 @@ from switch.ledger.record import RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
 from switch.protocols.tokens import estimate_input_tokens
-from switch.proxy.exchange import Exchange, Receive, Scope, Send
+from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id
 from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay, _parse_json
 from switch.proxy.upstream import UpstreamPool
@@ -55,6 +55,14 @@ class HotRoutes:
         await self.fallback(scope, receive, send)
 
 
+async def _count_tokens_error(exchange: Exchange, status: int, message: str) -> None:
+    request_id = new_id("req_")
+    headers = [(b"content-type", b"application/json"), (b"request-id", request_id.encode())]
+    if status < 500:
+        headers.append((b"x-should-retry", b"false"))
+    await exchange.respond(status, anthropic_errors.error_body(status, message, request_id), headers)
+
+
 async def _ok(_request: Request) -> Response:
     return Response(b"", status_code=200)
 
@@ -74,12 +82,19 @@ def create_app(
         try:
             body = _parse_json(await exchange.read_body(settings.server.max_body_bytes))
             if isinstance(body, dict):
-                body = {"max_tokens": 1, **body}
+                # count_tokens takes no max_tokens; whatever the client sent there is irrelevant.
+                body = {**body, "max_tokens": 1}
             request = anthropic_request_to_ir(body)
+            tokens = estimate_input_tokens(request)
         except ClientRequestError as exc:
-            await exchange.respond(exc.status, anthropic_errors.error_body(exc.status, exc.message, "req_local"))
+            await _count_tokens_error(exchange, exc.status, exc.message)
             return
-        await exchange.respond(200, orjson.dumps({"input_tokens": estimate_input_tokens(request)}))
+        except Exception as exc:
+            log.exception("switch failed counting the tokens of a request body")
+            message = f"switch could not parse this request body ({type(exc).__name__} in the request parser)"
+            await _count_tokens_error(exchange, 400, message)
+            return
+        await exchange.respond(200, orjson.dumps({"input_tokens": tokens}))
 
     async def models(_request: Request) -> Response:
         created = int(started)

@@ -39,7 +39,7 @@ from switch.proxy.adapters import (
 from switch.proxy.exchange import Exchange, new_id
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionAffinity
 from switch.proxy.upstream import UpstreamPool, UpstreamResponse
-from switch.routing.classify import classify
+from switch.routing.classify import CallInfo, classify
 from switch.routing.presets import PresetManager, TargetOptions
 from switch.routing.resolve import Target, resolve_target
 
@@ -86,6 +86,23 @@ class Meter:
     harness: str = "other"
     role: str = "orchestrator"
     preset: str = "default"
+    recorded: bool = False
+
+
+@dataclass(slots=True)
+class _Call:
+    """The meter of the attempt in progress, where the safety net in `Relay.handle` can find it."""
+
+    meter: Meter
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A client body refused before routing: the status, message and field to answer with."""
+
+    status: int
+    message: str
+    param: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +160,15 @@ def _parts_of_output(output: list[dict[str, Any]]) -> tuple[Any, ...]:
     return responses_response_to_ir({"output": output}, ToolIndex()).parts
 
 
+def _classify(headers: dict[str, str], body: Any) -> CallInfo:
+    try:
+        return classify(headers, body)
+    except Exception:
+        # Attribution is best effort: a classifier bug must not cost the caller its answer.
+        log.exception("could not classify a call; serving it as an orchestrator call")
+        return CallInfo("other", "orchestrator", None, None, None)
+
+
 def _parse_json(raw: bytes) -> Any:
     if not raw:
         raise ClientRequestError("request body is empty; expected a JSON object")
@@ -193,8 +219,9 @@ class Relay:
 
     async def handle(self, exchange: Exchange, inbound: InboundApi) -> None:
         """Serve one call on `inbound`; a bug in switch becomes a 500 in the caller's format."""
+        call = _Call(Meter(exchange, inbound.name))
         try:
-            await self._handle(exchange, inbound)
+            await self._handle(exchange, inbound, call)
         except Exception:
             log.exception("switch failed while serving %s %s", inbound.name, exchange.path)
             message = "switch hit an internal error serving this call; see the switch log"
@@ -202,23 +229,18 @@ class Relay:
                 await self._error(exchange, inbound, 500, message, new_id("req_"))
             elif not exchange.finished:
                 await exchange.end_stream()
-            self._finish(Meter(exchange, inbound.name), "proxy_error", message)
+            if not call.meter.recorded:
+                self._finish(call.meter, "proxy_error", message)
 
-    async def _handle(self, exchange: Exchange, inbound: InboundApi) -> None:
-        meter = Meter(exchange, inbound.name)
+    async def _handle(self, exchange: Exchange, inbound: InboundApi, call: _Call) -> None:
+        meter = call.meter
         request_id = new_id("req_")
-        try:
-            raw = await exchange.read_body(self.settings.server.max_body_bytes)
-            body = _parse_json(raw)
-            request = inbound.request_to_ir(body)
-            previous = request.provider_data.get("previous_response_id")
-            if previous:
-                request = self._with_previous(request, str(previous))
-        except ClientRequestError as exc:
-            await self._error(exchange, inbound, exc.status, exc.message, request_id, param=exc.param)
-            self._finish(meter, "rejected", exc.message)
+        parsed = await self._read_request(exchange, inbound, meter)
+        if isinstance(parsed, Rejection):
+            await self._error(exchange, inbound, parsed.status, parsed.message, request_id, param=parsed.param)
+            self._finish(meter, "rejected", parsed.message)
             return
-        info = classify(exchange.headers, body)
+        request, info = parsed
         preset = self.presets.active
         if info.session_id and self.settings.routing.affinity == "session":
             # A session keeps the routes it started with: its upstream prefix cache stays warm.
@@ -227,10 +249,6 @@ class Relay:
             request = replace(request, cache_key=info.session_id)
         meter.requested_model = request.model
         meter.streamed = request.stream
-        meter.session_id = info.session_id
-        meter.agent_id = info.agent_id
-        meter.harness = info.harness
-        meter.role = info.role
         meter.preset = preset.name
         chain = preset.chain(info.harness, info.role, info.family)
         trigger: str | None = None
@@ -242,6 +260,7 @@ class Relay:
                 self._finish(meter, "proxy_error", exc.message)
                 return
             attempt_meter = replace(meter, target=target, attempt=attempt, trigger=trigger, usage=Usage())
+            call.meter = attempt_meter
             exchange.route = f"{preset.name}; role={info.role}; model={reference}".encode()
             log.debug(
                 "route %s %s role=%s preset=%s attempt=%d -> %s",
@@ -270,6 +289,46 @@ class Relay:
             if failure is None:
                 return
             trigger = failure.trigger
+
+    async def _read_request(
+        self, exchange: Exchange, inbound: InboundApi, meter: Meter
+    ) -> tuple[Request, CallInfo] | Rejection:
+        """Read, classify and parse the client's body; what it tells goes on `meter` even if it is rejected."""
+        body: Any = None
+        rejection: Rejection | None = None
+        try:
+            body = _parse_json(await exchange.read_body(self.settings.server.max_body_bytes))
+        except ClientRequestError as exc:
+            rejection = Rejection(exc.status, exc.message, exc.param)
+        info = _classify(exchange.headers, body)
+        meter.harness = info.harness
+        meter.role = info.role
+        meter.session_id = info.session_id
+        meter.agent_id = info.agent_id
+        meter.preset = self.presets.active.name
+        if isinstance(body, dict):
+            model = body.get("model")
+            meter.requested_model = model if isinstance(model, str) else ""
+            meter.streamed = body.get("stream") is True
+        if rejection is not None:
+            return rejection
+        try:
+            request = inbound.request_to_ir(body)
+            previous = request.provider_data.get("previous_response_id")
+            if previous:
+                request = self._with_previous(request, str(previous))
+        except ClientRequestError as exc:
+            return Rejection(exc.status, exc.message, exc.param)
+        except Exception as exc:
+            # The parsers validate what they read; this is the net under a case they missed, so an
+            # odd body still gets a 400 (which SDKs do not retry) rather than a 500.
+            log.exception("switch failed parsing a %s request body", inbound.name)
+            return Rejection(
+                400,
+                f"switch could not parse this {inbound.name} request body ({type(exc).__name__} in the request "
+                "parser); check the body's field types, and see the switch log",
+            )
+        return request, info
 
     def _with_previous(self, request: Request, previous_id: str) -> Request:
         history = self.responses.get(previous_id)
@@ -325,6 +384,15 @@ class Relay:
         except ClientRequestError as exc:
             await self._error(exchange, inbound, exc.status, exc.message, request_id, param=exc.param)
             self._finish(meter, "rejected", exc.message)
+            return None
+        except Exception as exc:
+            log.exception("switch failed translating a %s request for %s", inbound.name, upstream.name)
+            message = (
+                f"switch could not translate this request for the {upstream.name} upstream "
+                f"({type(exc).__name__} in the request translator); see the switch log"
+            )
+            await self._error(exchange, inbound, 400, message, request_id)
+            self._finish(meter, "rejected", message)
             return None
         url = target.base_url + upstream.path
         try:
@@ -670,6 +738,7 @@ class Relay:
     # ---- records -------------------------------------------------------------------------------
 
     def _finish(self, meter: Meter, outcome: Outcome, error: str | None = None, status: int | None = None) -> None:
+        meter.recorded = True
         if self.sink is None:
             return
         exchange = meter.exchange

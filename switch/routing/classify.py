@@ -7,7 +7,9 @@ Signals, most reliable first:
    or a deepagents request without the `task` tool;
 4. known background prompts (titles, summaries, warm-ups) and haiku-class model names.
 
-Pure: reads headers (lower-case names) and the parsed body; no I/O.
+Pure: reads headers (lower-case names) and the parsed body; no I/O. The body may be anything a
+client sent (it is classified before it is validated, so a rejected call is still attributed): every
+read checks its type, and an odd value only means that signal is absent.
 """
 
 from __future__ import annotations
@@ -121,10 +123,16 @@ def _last_user_text(body: dict[str, Any]) -> str | None:
 
 
 def _tool_names(body: dict[str, Any]) -> set[str]:
+    tools = body.get("tools")
     names: set[str] = set()
-    for tool in body.get("tools") or []:
+    if not isinstance(tools, list):
+        return names
+    for tool in tools:
         if isinstance(tool, dict):
-            name = tool.get("name") or (tool.get("function") or {}).get("name")
+            name = tool.get("name")
+            function = tool.get("function")
+            if not name and isinstance(function, dict):
+                name = function.get("name")
             if isinstance(name, str):
                 names.add(name)
     return names
@@ -172,9 +180,13 @@ def _session(headers: dict[str, str], body: dict[str, Any]) -> str | None:
     return cache_key if isinstance(cache_key, str) and cache_key else None
 
 
-def classify(headers: dict[str, str], body: dict[str, Any]) -> CallInfo:
-    """Classify one call from its headers (lower-case names) and parsed JSON body."""
-    model = str(body.get("model") or "")
+def classify(headers: dict[str, str], body: Any) -> CallInfo:
+    """Classify one call from its headers (lower-case names) and parsed JSON body (any shape, even none)."""
+    if not isinstance(body, dict):
+        body = {}
+    model = body.get("model")
+    if not isinstance(model, str):
+        model = ""
     system = _system_texts(body)
     harness = _harness(headers, system)
     session = _session(headers, body)

@@ -1,10 +1,10 @@
 """Anthropic Messages request body → IR.
 
-Validation covers what the real API rejects (missing or mistyped `model`, `max_tokens`,
-`messages`); everything unknown is ignored rather than fatal, because Claude Code adds fields every
-release. Claude Code's attribution block (`x-anthropic-billing-header: …`) is lifted out of the
-system prompt into `provider_data` so non-Anthropic upstreams never see it (it changes per
-conversation and would break their prefix caches).
+Every field that is read is type-checked where it is read (a wrong type is a 400 naming its path,
+as the real API answers); everything unknown is ignored rather than fatal, because Claude Code adds
+fields every release. Claude Code's attribution block (`x-anthropic-billing-header: …`) is lifted
+out of the system prompt into `provider_data` so non-Anthropic upstreams never see it (it changes
+per conversation and would break their prefix caches).
 """
 
 from __future__ import annotations
@@ -15,12 +15,23 @@ import orjson
 
 from switch.errors import ClientRequestError
 from switch.protocols.carry import upstream_tool_id
+from switch.protocols.fields import (
+    missing,
+    optional_bool,
+    optional_dict,
+    optional_list,
+    optional_number,
+    string_list,
+    token_count,
+    wrong_type,
+)
 from switch.protocols.ir import (
     DocumentPart,
     ImagePart,
     Message,
     Part,
     Reasoning,
+    ReasoningEffort,
     ReasoningPart,
     Request,
     TextPart,
@@ -31,99 +42,140 @@ from switch.protocols.ir import (
 )
 
 BILLING_PREFIX = "x-anthropic-billing-header:"
-_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
+_EFFORTS: dict[str, ReasoningEffort] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+    "max": "max",
+}
+_ROLES = ("user", "assistant", "system")
 
 
-def _require(body: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
-    value = body.get(key)
-    if value is None:
-        raise ClientRequestError(f"{key}: Field required", param=key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ClientRequestError(f"{key}: Input should be {what}", param=key)
-    return value
-
-
-def _text_of(block: dict[str, Any], where: str) -> str:
+def _text_of(block: dict[str, Any], at: str) -> str:
     text = block.get("text")
     if not isinstance(text, str):
-        raise ClientRequestError(f"{where}.text: Input should be a valid string", param=where)
+        raise wrong_type(f"{at}.text", "a string", text)
     return text
 
 
-def _image(block: dict[str, Any], where: str) -> ImagePart:
+def _block_type(block: Any, at: str) -> Any:
+    if not isinstance(block, dict):
+        raise wrong_type(at, "an object", block)
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise wrong_type(f"{at}.type", "a string", kind)
+    return kind
+
+
+def _optional_field_str(block: dict[str, Any], key: str, at: str) -> str | None:
+    value = block.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise wrong_type(f"{at}.{key}", "a string", value)
+
+
+def _image(block: dict[str, Any], at: str) -> ImagePart:
     source = block.get("source")
     if not isinstance(source, dict):
-        raise ClientRequestError(f"{where}.source: Field required", param=where)
+        raise wrong_type(f"{at}.source", "an object", source)
     kind = source.get("type")
     if kind == "base64":
-        return ImagePart(media_type=source.get("media_type"), data=source.get("data"))
+        media_type = source.get("media_type")
+        data = source.get("data")
+        if not isinstance(media_type, str):
+            raise wrong_type(f"{at}.source.media_type", "a string", media_type)
+        if not isinstance(data, str):
+            raise wrong_type(f"{at}.source.data", "a string", data)
+        return ImagePart(media_type=media_type, data=data)
     if kind == "url":
-        return ImagePart(url=source.get("url"))
-    raise ClientRequestError(f"{where}.source.type: image source '{kind}' is not supported by this route", param=where)
+        url = source.get("url")
+        if not isinstance(url, str):
+            raise wrong_type(f"{at}.source.url", "a string", url)
+        return ImagePart(url=url)
+    if not isinstance(kind, str):
+        raise wrong_type(f"{at}.source.type", "a string", kind)
+    raise ClientRequestError(f"{at}.source.type: image source '{kind}' is not supported by this route", param=at)
 
 
-def _tool_result_content(value: Any, where: str) -> tuple[TextPart | ImagePart, ...]:
+def _tool_result_content(value: Any, at: str) -> tuple[TextPart | ImagePart, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         return (TextPart(value),)
     if not isinstance(value, list):
-        raise ClientRequestError(f"{where}.content: Input should be a string or a list", param=where)
+        raise wrong_type(f"{at}.content", "a string or an array", value)
     parts: list[TextPart | ImagePart] = []
     for index, block in enumerate(value):
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
+        kind = _block_type(block, f"{at}.content[{index}]")
         if kind == "text":
-            parts.append(TextPart(_text_of(block, f"{where}.content.{index}")))
+            parts.append(TextPart(_text_of(block, f"{at}.content[{index}]")))
         elif kind == "image":
-            parts.append(_image(block, f"{where}.content.{index}"))
+            parts.append(_image(block, f"{at}.content[{index}]"))
         elif kind == "tool_reference":
-            name = block.get("tool_name") or block.get("name") or ""
-            parts.append(TextPart(f"Tool loaded: {name}"))
+            name = block.get("tool_name")
+            if name is None:
+                name = block.get("name")
+            if not isinstance(name, str | None):
+                raise wrong_type(f"{at}.content[{index}].tool_name", "a string", name)
+            parts.append(TextPart(f"Tool loaded: {name or ''}"))
     return tuple(parts)
 
 
-def _parts(content: Any, role: str, where: str) -> tuple[Part, ...]:
+def _parts(content: Any, where: str) -> tuple[Part, ...]:
     if isinstance(content, str):
         return (TextPart(content),)
     if not isinstance(content, list):
-        raise ClientRequestError(f"{where}.content: Input should be a string or a list", param=where)
+        raise wrong_type(f"{where}.content", "a string or an array", content)
     parts: list[Part] = []
     for index, block in enumerate(content):
-        at = f"{where}.content.{index}"
-        if not isinstance(block, dict):
-            raise ClientRequestError(f"{at}: Input should be an object", param=at)
-        kind = block.get("type")
+        kind = _block_type(block, f"{where}.content[{index}]")
         if kind == "text":
-            parts.append(TextPart(_text_of(block, at)))
-        elif kind == "image":
-            parts.append(_image(block, at))
-        elif kind == "document":
-            source = block.get("source") or {}
-            parts.append(DocumentPart(source.get("media_type"), str(source.get("type"))))
-        elif kind == "thinking":
-            parts.append(ReasoningPart(str(block.get("thinking") or ""), block.get("signature") or None))
-        elif kind == "redacted_thinking":
-            parts.append(ReasoningPart("", redacted_data=str(block.get("data") or "")))
-        elif kind == "tool_use":
-            call_id = block.get("id")
-            name = block.get("name")
-            if not isinstance(call_id, str) or not isinstance(name, str):
-                raise ClientRequestError(f"{at}: tool_use needs string id and name", param=at)
-            arguments = orjson.dumps(block.get("input") or {}).decode()
-            parts.append(ToolCallPart(upstream_tool_id(call_id), name, arguments))
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise wrong_type(f"{where}.content[{index}].text", "a string", text)
+            parts.append(TextPart(text))
         elif kind == "tool_result":
             call_id = block.get("tool_use_id")
             if not isinstance(call_id, str):
-                raise ClientRequestError(f"{at}.tool_use_id: Field required", param=at)
+                raise wrong_type(f"{where}.content[{index}].tool_use_id", "a string", call_id)
+            is_error = block.get("is_error")
+            if not isinstance(is_error, bool | None):
+                raise wrong_type(f"{where}.content[{index}].is_error", "a boolean", is_error)
+            at = f"{where}.content[{index}]"
             parts.append(
                 ToolResultPart(
-                    upstream_tool_id(call_id),
-                    _tool_result_content(block.get("content"), at),
-                    bool(block.get("is_error")),
+                    upstream_tool_id(call_id), _tool_result_content(block.get("content"), at), bool(is_error)
                 )
             )
+        elif kind == "tool_use":
+            call_id = block.get("id")
+            name = block.get("name")
+            arguments = block.get("input")
+            if not isinstance(call_id, str):
+                raise wrong_type(f"{where}.content[{index}].id", "a string", call_id)
+            if not isinstance(name, str):
+                raise wrong_type(f"{where}.content[{index}].name", "a string", name)
+            if not isinstance(arguments, dict | None):
+                raise wrong_type(f"{where}.content[{index}].input", "an object", arguments)
+            parts.append(ToolCallPart(upstream_tool_id(call_id), name, orjson.dumps(arguments or {}).decode()))
+        elif kind == "thinking":
+            at = f"{where}.content[{index}]"
+            text = _optional_field_str(block, "thinking", at)
+            signature = _optional_field_str(block, "signature", at)
+            parts.append(ReasoningPart(text or "", signature or None))
+        elif kind == "redacted_thinking":
+            data = _optional_field_str(block, "data", f"{where}.content[{index}]")
+            parts.append(ReasoningPart("", redacted_data=data or ""))
+        elif kind == "image":
+            parts.append(_image(block, f"{where}.content[{index}]"))
+        elif kind == "document":
+            at = f"{where}.content[{index}]"
+            source = block.get("source")
+            if not isinstance(source, dict):
+                raise wrong_type(f"{at}.source", "an object", source)
+            source_type = _optional_field_str(source, "type", f"{at}.source")
+            parts.append(DocumentPart(_optional_field_str(source, "media_type", f"{at}.source"), str(source_type)))
         # Server-tool blocks, container uploads and other Anthropic-only blocks have no
         # equivalent upstream; they are left out.
     return tuple(parts)
@@ -135,13 +187,13 @@ def _system(value: Any) -> tuple[tuple[TextPart, ...], str | None]:
     if isinstance(value, str):
         return ((TextPart(value),) if value else ()), None
     if not isinstance(value, list):
-        raise ClientRequestError("system: Input should be a string or a list", param="system")
+        raise wrong_type("system", "a string or an array", value)
     billing: str | None = None
     parts: list[TextPart] = []
     for index, block in enumerate(value):
-        if not isinstance(block, dict) or block.get("type") != "text":
+        if _block_type(block, f"system[{index}]") != "text":
             continue
-        text = _text_of(block, f"system.{index}")
+        text = _text_of(block, f"system[{index}]")
         if billing is None and text.startswith(BILLING_PREFIX):
             billing = text
             continue
@@ -149,96 +201,127 @@ def _system(value: Any) -> tuple[tuple[TextPart, ...], str | None]:
     return tuple(parts), billing
 
 
-def _tools(value: Any) -> tuple[ToolSpec, ...]:
-    if value is None:
+def _tools(value: list[Any] | None) -> tuple[ToolSpec, ...]:
+    if not value:
         return ()
-    if not isinstance(value, list):
-        raise ClientRequestError("tools: Input should be a valid list", param="tools")
     specs: list[ToolSpec] = []
     for index, tool in enumerate(value):
         if not isinstance(tool, dict):
-            raise ClientRequestError(f"tools.{index}: Input should be an object", param="tools")
-        if tool.get("type") not in (None, "custom"):
+            raise wrong_type(f"tools[{index}]", "an object", tool)
+        kind = tool.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise wrong_type(f"tools[{index}].type", "a string", kind)
+        if kind not in (None, "custom"):
             continue  # versioned server tools (web_search_…, bash_…) run only at Anthropic
         name = tool.get("name")
         if not isinstance(name, str) or not name:
-            raise ClientRequestError(f"tools.{index}.name: Field required", param="tools")
+            raise wrong_type(f"tools[{index}].name", "a non-empty string", name)
+        description = _optional_field_str(tool, "description", f"tools[{index}]")
         schema = tool.get("input_schema")
-        specs.append(ToolSpec(name, tool.get("description"), schema if isinstance(schema, dict) else None))
+        if not isinstance(schema, dict | None):
+            raise wrong_type(f"tools[{index}].input_schema", "an object", schema)
+        specs.append(ToolSpec(name, description, schema))
     return tuple(specs)
 
 
-def _tool_choice(value: Any) -> tuple[ToolChoice | None, bool | None]:
-    if not isinstance(value, dict):
+def _tool_choice(value: dict[str, Any] | None) -> tuple[ToolChoice | None, bool | None]:
+    if value is None:
         return None, None
-    parallel = False if value.get("disable_parallel_tool_use") else None
+    disable_parallel = value.get("disable_parallel_tool_use")
+    if not isinstance(disable_parallel, bool | None):
+        raise wrong_type("tool_choice.disable_parallel_tool_use", "a boolean", disable_parallel)
+    parallel = False if disable_parallel else None
     kind = value.get("type")
     if kind == "any":
         return ToolChoice("required"), parallel
     if kind == "tool":
-        return ToolChoice("tool", str(value.get("name") or "")), parallel
+        name = value.get("name")
+        if not isinstance(name, str):
+            raise wrong_type("tool_choice.name", "a string", name)
+        return ToolChoice("tool", name), parallel
     if kind == "none":
         return ToolChoice("none"), parallel
+    if not isinstance(kind, str | None):
+        raise wrong_type("tool_choice.type", "a string", kind)
     return ToolChoice("auto"), parallel
 
 
 def _reasoning(body: dict[str, Any]) -> Reasoning | None:
-    thinking = body.get("thinking")
-    output_config = body.get("output_config")
-    effort = output_config.get("effort") if isinstance(output_config, dict) else None
-    effort = effort if effort in _EFFORTS else None
-    if isinstance(thinking, dict):
+    thinking = optional_dict(body, "thinking")
+    output_config = optional_dict(body, "output_config")
+    effort = output_config.get("effort") if output_config is not None else None
+    if not isinstance(effort, str | None):
+        raise wrong_type("output_config.effort", "one of " + ", ".join(sorted(_EFFORTS)), effort)
+    # An effort level this version does not know is left to the upstream's default.
+    known_effort = _EFFORTS.get(effort) if effort else None
+    if thinking is not None:
         kind = thinking.get("type")
+        if not isinstance(kind, str | None):
+            raise wrong_type("thinking.type", "a string", kind)
         if kind == "disabled":
             return Reasoning(False)
-        budget = thinking.get("budget_tokens")
-        return Reasoning(True, effort, budget if isinstance(budget, int) else None)
-    if effort is not None:
-        return Reasoning(True, effort)
+        budget = token_count(thinking.get("budget_tokens"), "thinking.budget_tokens", minimum=0)
+        return Reasoning(True, known_effort, budget)
+    if known_effort is not None:
+        return Reasoning(True, known_effort)
     return None
+
+
+def _messages(raw_messages: list[Any]) -> tuple[Message, ...]:
+    messages: list[Message] = []
+    for index, raw in enumerate(raw_messages):
+        if not isinstance(raw, dict):
+            raise wrong_type(f"messages[{index}]", "an object", raw)
+        role = raw.get("role")
+        if role not in _ROLES:
+            if not isinstance(role, str):
+                raise wrong_type(f"messages[{index}].role", "'user', 'assistant' or 'system'", role)
+            raise ClientRequestError(
+                f"messages[{index}].role must be 'user', 'assistant' or 'system', not '{role}'",
+                param=f"messages[{index}].role",
+            )
+        if "content" not in raw:
+            raise missing(f"messages[{index}].content")
+        messages.append(Message(role, _parts(raw["content"], f"messages[{index}]")))
+    return tuple(messages)
 
 
 def request_to_ir(body: Any) -> Request:
     """Validate an Anthropic Messages body and convert it to the IR."""
     if not isinstance(body, dict):
         raise ClientRequestError("request body must be a JSON object")
-    model = _require(body, "model", str, "a valid string")
-    max_tokens = _require(body, "max_tokens", int, "a valid integer")
-    raw_messages = _require(body, "messages", list, "a valid list")
-    messages: list[Message] = []
-    for index, raw in enumerate(raw_messages):
-        where = f"messages.{index}"
-        if not isinstance(raw, dict):
-            raise ClientRequestError(f"{where}: Input should be an object", param=where)
-        role = raw.get("role")
-        if role not in ("user", "assistant", "system"):
-            raise ClientRequestError(f"{where}.role: Input should be 'user', 'assistant' or 'system'", param=where)
-        if "content" not in raw:
-            raise ClientRequestError(f"{where}.content: Field required", param=where)
-        messages.append(Message(role, _parts(raw["content"], role, where)))
+    model = body.get("model")
+    if not isinstance(model, str):
+        raise missing("model") if model is None else wrong_type("model", "a string", model)
+    if body.get("max_tokens") is None:
+        raise missing("max_tokens")
+    max_tokens = token_count(body["max_tokens"], "max_tokens")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list):
+        raise missing("messages") if raw_messages is None else wrong_type("messages", "an array", raw_messages)
+    messages = _messages(raw_messages)
     system, billing = _system(body.get("system"))
-    tool_choice, parallel = _tool_choice(body.get("tool_choice"))
-    metadata = body.get("metadata")
-    user = metadata.get("user_id") if isinstance(metadata, dict) else None
-    stop = body.get("stop_sequences")
-    temperature = body.get("temperature")
-    top_p = body.get("top_p")
+    tool_choice, parallel = _tool_choice(optional_dict(body, "tool_choice"))
+    metadata = optional_dict(body, "metadata")
+    user = metadata.get("user_id") if metadata is not None else None
+    if not isinstance(user, str | None):
+        raise wrong_type("metadata.user_id", "a string", user)
     provider_data: dict[str, Any] = {}
     if billing is not None:
         provider_data["billing_header"] = billing
     return Request(
         model=model,
         system=system,
-        messages=tuple(messages),
+        messages=messages,
         max_output_tokens=max_tokens,
-        stream=body.get("stream") is True,
-        tools=_tools(body.get("tools")),
+        stream=optional_bool(body, "stream") is True,
+        tools=_tools(optional_list(body, "tools")),
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
-        temperature=float(temperature) if isinstance(temperature, int | float) else None,
-        top_p=float(top_p) if isinstance(top_p, int | float) else None,
-        stop=tuple(s for s in stop if isinstance(s, str)) if isinstance(stop, list) else (),
+        temperature=optional_number(body, "temperature"),
+        top_p=optional_number(body, "top_p"),
+        stop=string_list(body.get("stop_sequences"), "stop_sequences"),
         reasoning=_reasoning(body),
-        user=user if isinstance(user, str) else None,
+        user=user,
         provider_data=provider_data,
     )

@@ -8,11 +8,23 @@ from typing import Any
 import orjson
 
 from switch.errors import ClientRequestError
+from switch.protocols.fields import (
+    missing,
+    optional_bool,
+    optional_dict,
+    optional_list,
+    optional_number,
+    optional_str,
+    string_list,
+    token_count,
+    wrong_type,
+)
 from switch.protocols.ir import (
     ImagePart,
     Message,
     Part,
     Reasoning,
+    ReasoningEffort,
     ReasoningPart,
     Request,
     Response,
@@ -28,7 +40,10 @@ from switch.protocols.ir import (
 from switch.protocols.openai_chat.response import reasoning_of
 
 _dumps = orjson.dumps
-_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh", "max"})
+_EFFORTS: dict[str, ReasoningEffort] = {
+    effort: effort for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+}
+_CHOICE_MODES = {"auto": ToolChoice("auto"), "none": ToolChoice("none"), "required": ToolChoice("required")}
 FINISH_REASONS: dict[str, str] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -45,44 +60,67 @@ def _parts(content: Any, where: str) -> list[TextPart | ImagePart]:
     if isinstance(content, str):
         return [TextPart(content)]
     if not isinstance(content, list):
-        raise ClientRequestError(f"{where}.content: Input should be a string or a list", param=where)
+        raise wrong_type(f"{where}.content", "a string or an array", content)
     parts: list[TextPart | ImagePart] = []
-    for block in content:
+    for index, block in enumerate(content):
         if not isinstance(block, dict):
-            continue
+            raise wrong_type(f"{where}.content[{index}]", "an object", block)
         kind = block.get("type")
         if kind == "text":
-            parts.append(TextPart(str(block.get("text") or "")))
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise wrong_type(f"{where}.content[{index}].text", "a string", text)
+            parts.append(TextPart(text))
         elif kind == "image_url":
             image = block.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image
-            if isinstance(url, str):
-                parts.append(image_from_url(url))
+            if not isinstance(url, str):
+                raise wrong_type(f"{where}.content[{index}].image_url.url", "a string", url)
+            parts.append(image_from_url(url))
+        elif not isinstance(kind, str):
+            raise wrong_type(f"{where}.content[{index}].type", "a string", kind)
+        # Audio, file and refusal parts have no equivalent upstream; they are left out.
     return parts
 
 
-def request_to_ir(body: Any) -> Request:
-    """Validate a chat completions body and convert it to the IR."""
-    if not isinstance(body, dict):
-        raise ClientRequestError("request body must be a JSON object")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise ClientRequestError("model: Field required", param="model")
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise ClientRequestError("messages: Input should be a non-empty list", param="messages")
+def _tool_calls(value: Any, where: str) -> list[Part]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise wrong_type(f"{where}.tool_calls", "an array", value)
+    calls: list[Part] = []
+    for index, call in enumerate(value):
+        if not isinstance(call, dict):
+            raise wrong_type(f"{where}.tool_calls[{index}]", "an object", call)
+        call_id = call.get("id")
+        if not isinstance(call_id, str):
+            raise wrong_type(f"{where}.tool_calls[{index}].id", "a string", call_id)
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise wrong_type(f"{where}.tool_calls[{index}].function", "an object", function)
+        name = function.get("name")
+        if not isinstance(name, str):
+            raise wrong_type(f"{where}.tool_calls[{index}].function.name", "a string", name)
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str | None):
+            raise wrong_type(f"{where}.tool_calls[{index}].function.arguments", "a string", arguments)
+        calls.append(ToolCallPart(call_id, name, arguments or ""))
+    return calls
+
+
+def _messages(raw_messages: list[Any]) -> tuple[list[TextPart], list[Message]]:
     system: list[TextPart] = []
     messages: list[Message] = []
     results: list[Part] = []
     for index, raw in enumerate(raw_messages):
-        where = f"messages.{index}"
         if not isinstance(raw, dict):
-            raise ClientRequestError(f"{where}: Input should be an object", param="messages")
+            raise wrong_type(f"messages[{index}]", "an object", raw)
+        where = f"messages[{index}]"
         role = raw.get("role")
         if role == "tool":
             call_id = raw.get("tool_call_id")
             if not isinstance(call_id, str):
-                raise ClientRequestError(f"{where}.tool_call_id: Field required", param="messages")
+                raise wrong_type(f"{where}.tool_call_id", "a string", call_id)
             results.append(ToolResultPart(call_id, tuple(_parts(raw.get("content"), where))))
             continue
         if results:
@@ -102,78 +140,98 @@ def request_to_ir(body: Any) -> Request:
             if reasoning:
                 parts.append(ReasoningPart(reasoning))
             parts.extend(_parts(raw.get("content"), where))
-            for call in raw.get("tool_calls") or []:
-                function = call.get("function") or {} if isinstance(call, dict) else {}
-                name = function.get("name")
-                call_id = call.get("id") if isinstance(call, dict) else None
-                if not isinstance(name, str) or not isinstance(call_id, str):
-                    raise ClientRequestError(f"{where}.tool_calls: id and function.name required", param="messages")
-                parts.append(ToolCallPart(call_id, name, str(function.get("arguments") or "")))
+            parts.extend(_tool_calls(raw.get("tool_calls"), where))
             messages.append(Message("assistant", tuple(parts)))
         else:
-            raise ClientRequestError(
-                f"{where}.role: Input should be 'system', 'developer', 'user', 'assistant' or 'tool'",
-                param="messages",
-            )
+            expected = "'system', 'developer', 'user', 'assistant' or 'tool'"
+            if not isinstance(role, str):
+                raise wrong_type(f"{where}.role", expected, role)
+            raise ClientRequestError(f"{where}.role must be {expected}, not '{role}'", param=f"{where}.role")
     if results:
         messages.append(Message("user", tuple(results)))
+    return system, messages
+
+
+def _tools(value: list[Any] | None) -> tuple[ToolSpec, ...]:
+    if not value:
+        return ()
     tools: list[ToolSpec] = []
-    for index, tool in enumerate(body.get("tools") or []):
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise ClientRequestError(f"tools.{index}.function.name: Field required", param="tools")
+    for index, tool in enumerate(value):
+        if not isinstance(tool, dict):
+            raise wrong_type(f"tools[{index}]", "an object", tool)
+        function = tool.get("function")
+        if not isinstance(function, dict):
+            raise wrong_type(f"tools[{index}].function", "an object", function)
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise wrong_type(f"tools[{index}].function.name", "a non-empty string", name)
+        description = function.get("description")
+        if not isinstance(description, str | None):
+            raise wrong_type(f"tools[{index}].function.description", "a string", description)
         parameters = function.get("parameters")
-        tools.append(
-            ToolSpec(
-                function["name"],
-                function.get("description"),
-                parameters if isinstance(parameters, dict) else None,
-            )
-        )
-    choice = body.get("tool_choice")
-    tool_choice = None
-    if choice in ("auto", "none", "required"):
-        tool_choice = ToolChoice(choice)
-    elif isinstance(choice, dict) and isinstance(choice.get("function"), dict):
-        tool_choice = ToolChoice("tool", str(choice["function"].get("name") or ""))
-    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-    if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)):
-        raise ClientRequestError("max_tokens: Input should be a valid integer", param="max_tokens")
+        if not isinstance(parameters, dict | None):
+            raise wrong_type(f"tools[{index}].function.parameters", "an object", parameters)
+        tools.append(ToolSpec(name, description, parameters))
+    return tuple(tools)
+
+
+def _tool_choice(choice: Any) -> ToolChoice | None:
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        return _CHOICE_MODES.get(choice)
+    if not isinstance(choice, dict):
+        raise wrong_type("tool_choice", "a string or an object", choice)
+    function = choice.get("function")
+    if function is None:
+        return None
+    if not isinstance(function, dict):
+        raise wrong_type("tool_choice.function", "an object", function)
+    name = function.get("name")
+    if not isinstance(name, str):
+        raise wrong_type("tool_choice.function.name", "a string", name)
+    return ToolChoice("tool", name)
+
+
+def request_to_ir(body: Any) -> Request:
+    """Validate a chat completions body and convert it to the IR."""
+    if not isinstance(body, dict):
+        raise ClientRequestError("request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise missing("model") if model is None else wrong_type("model", "a non-empty string", model)
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise missing("messages") if raw_messages is None else wrong_type("messages", "a non-empty array", raw_messages)
+    system, messages = _messages(raw_messages)
+    max_tokens = body.get("max_completion_tokens")
+    max_tokens_key = "max_completion_tokens"
+    if max_tokens is None:
+        max_tokens, max_tokens_key = body.get("max_tokens"), "max_tokens"
     stop = body.get("stop")
-    stops = (
-        (stop,)
-        if isinstance(stop, str)
-        else tuple(s for s in stop if isinstance(s, str))
-        if isinstance(stop, list)
-        else ()
-    )
-    effort = body.get("reasoning_effort")
-    reasoning_config = Reasoning(effort != "none", effort) if effort in _EFFORTS else None
-    options = body.get("stream_options")
-    temperature = body.get("temperature")
-    top_p = body.get("top_p")
-    user = body.get("user") or body.get("safety_identifier")
-    cache_key = body.get("prompt_cache_key")
+    effort = optional_str(body, "reasoning_effort")
+    known_effort = _EFFORTS.get(effort) if effort else None
+    options = optional_dict(body, "stream_options")
+    include_usage = options.get("include_usage") if options is not None else None
+    if not isinstance(include_usage, bool | None):
+        raise wrong_type("stream_options.include_usage", "a boolean", include_usage)
+    user = optional_str(body, "user") or optional_str(body, "safety_identifier")
     return Request(
         model=model,
         system=tuple(system),
         messages=tuple(messages),
-        max_output_tokens=max_tokens,
-        stream=body.get("stream") is True,
-        tools=tuple(tools),
-        tool_choice=tool_choice,
-        parallel_tool_calls=body.get("parallel_tool_calls")
-        if isinstance(body.get("parallel_tool_calls"), bool)
-        else None,
-        temperature=float(temperature)
-        if isinstance(temperature, int | float) and not isinstance(temperature, bool)
-        else None,
-        top_p=float(top_p) if isinstance(top_p, int | float) and not isinstance(top_p, bool) else None,
-        stop=stops,
-        reasoning=reasoning_config,
-        user=user if isinstance(user, str) else None,
-        cache_key=cache_key if isinstance(cache_key, str) else None,
-        provider_data={"include_usage": isinstance(options, dict) and options.get("include_usage") is True},
+        max_output_tokens=token_count(max_tokens, max_tokens_key),
+        stream=optional_bool(body, "stream") is True,
+        tools=_tools(optional_list(body, "tools")),
+        tool_choice=_tool_choice(body.get("tool_choice")),
+        parallel_tool_calls=optional_bool(body, "parallel_tool_calls"),
+        temperature=optional_number(body, "temperature"),
+        top_p=optional_number(body, "top_p"),
+        stop=(stop,) if isinstance(stop, str) else string_list(stop, "stop"),
+        reasoning=Reasoning(known_effort != "none", known_effort) if known_effort is not None else None,
+        user=user,
+        cache_key=optional_str(body, "prompt_cache_key"),
+        provider_data={"include_usage": include_usage is True},
     )
 
 

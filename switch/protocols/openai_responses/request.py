@@ -15,11 +15,21 @@ from typing import Any
 
 from switch.errors import ClientRequestError
 from switch.protocols.carry import decode_reasoning, is_switch_signature
+from switch.protocols.fields import (
+    missing,
+    optional_bool,
+    optional_dict,
+    optional_number,
+    optional_str,
+    token_count,
+    wrong_type,
+)
 from switch.protocols.ir import (
     ImagePart,
     Message,
     Part,
     Reasoning,
+    ReasoningEffort,
     ReasoningPart,
     Request,
     TextPart,
@@ -31,7 +41,12 @@ from switch.protocols.ir import (
 )
 from switch.protocols.tools import flat_name
 
-_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh", "max"})
+_EFFORTS: dict[str, ReasoningEffort] = {
+    effort: effort for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+_ROLES = ("user", "assistant", "system", "developer")
+_CHOICE_MODES = {"auto": ToolChoice("auto"), "none": ToolChoice("none"), "required": ToolChoice("required")}
 _ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 
@@ -40,74 +55,127 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
     if isinstance(content, str):
         return [TextPart(content)]
     if not isinstance(content, list):
-        raise ClientRequestError(f"{where}.content: Input should be a string or a list", param=where)
+        raise wrong_type(f"{where}.content", "a string or an array", content)
     parts: list[TextPart | ImagePart] = []
-    for block in content:
+    for index, block in enumerate(content):
         if not isinstance(block, dict):
-            continue
+            raise wrong_type(f"{where}.content[{index}]", "an object", block)
         kind = block.get("type")
-        if kind in ("input_text", "output_text", "text", "summary_text", "reasoning_text"):
-            parts.append(TextPart(str(block.get("text") or "")))
+        if kind in _TEXT_PARTS:
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise wrong_type(f"{where}.content[{index}].text", "a string", text)
+            parts.append(TextPart(text))
         elif kind == "input_image":
             url = block.get("image_url")
             if isinstance(url, dict):
                 url = url.get("url")
             if isinstance(url, str):
                 parts.append(image_from_url(url))
-            else:
+            elif url is None:
                 raise ClientRequestError(
-                    f"{where}: input_image by file_id is not supported by this route; send image_url",
-                    param=where,
+                    f"{where}.content[{index}]: input_image by file_id is not supported by this route; send image_url",
+                    param=f"{where}.content[{index}]",
                 )
+            else:
+                raise wrong_type(f"{where}.content[{index}].image_url", "a string", url)
         elif kind == "refusal":
-            parts.append(TextPart(str(block.get("refusal") or "")))
+            refusal = block.get("refusal")
+            if not isinstance(refusal, str):
+                raise wrong_type(f"{where}.content[{index}].refusal", "a string", refusal)
+            parts.append(TextPart(refusal))
         elif kind == "input_file":
-            raise ClientRequestError(f"{where}: input_file is not supported by this route", param=where)
+            raise ClientRequestError(
+                f"{where}.content[{index}]: input_file is not supported by this route",
+                param=f"{where}.content[{index}]",
+            )
+        elif not isinstance(kind, str):
+            raise wrong_type(f"{where}.content[{index}].type", "a string", kind)
     return parts
 
 
-def _output_parts(output: Any) -> tuple[TextPart | ImagePart, ...]:
+def _output_parts(output: Any, where: str) -> tuple[TextPart | ImagePart, ...]:
+    if output is None:
+        return ()
     if isinstance(output, str):
         return (TextPart(output),)
     if isinstance(output, list):
-        return tuple(_content_parts(output, "output"))
-    return (TextPart("" if output is None else str(output)),)
+        return tuple(_content_parts(output, f"{where}.output"))
+    raise wrong_type(f"{where}.output", "a string or an array", output)
 
 
-def _reasoning_part(item: dict[str, Any]) -> ReasoningPart | None:
+def _summary_texts(value: Any, path: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise wrong_type(path, "an array", value)
+    texts: list[str] = []
+    for index, chunk in enumerate(value):
+        if not isinstance(chunk, dict):
+            raise wrong_type(f"{path}[{index}]", "an object", chunk)
+        text = chunk.get("text", "")
+        if not isinstance(text, str):
+            raise wrong_type(f"{path}[{index}].text", "a string", text)
+        texts.append(text)
+    return texts
+
+
+def _reasoning_part(item: dict[str, Any], where: str) -> ReasoningPart:
     token = item.get("encrypted_content")
+    if not isinstance(token, str | None):
+        raise wrong_type(f"{where}.encrypted_content", "a string", token)
     text = decode_reasoning(token)
     if text is None:
-        chunks = [c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)]
-        chunks = chunks or [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
-        text = "".join(str(c) for c in chunks)
-    return ReasoningPart(text, token if isinstance(token, str) else None)
+        chunks = _summary_texts(item.get("content"), f"{where}.content")
+        chunks = chunks or _summary_texts(item.get("summary"), f"{where}.summary")
+        text = "".join(chunks)
+    return ReasoningPart(text, token)
 
 
-def _tools(raw: Any, into: list[ToolSpec], namespace: str | None = None, ns_description: str | None = None) -> None:
+def _tools(
+    raw: Any,
+    into: list[ToolSpec],
+    path: str,
+    namespace: str | None = None,
+    ns_description: str | None = None,
+) -> None:
     if raw is None:
         return
     if not isinstance(raw, list):
-        raise ClientRequestError("tools: Input should be a valid list", param="tools")
+        raise wrong_type(path, "an array", raw)
     for index, tool in enumerate(raw):
         if not isinstance(tool, dict):
-            raise ClientRequestError(f"tools.{index}: Input should be an object", param="tools")
+            raise wrong_type(f"{path}[{index}]", "an object", tool)
         kind = tool.get("type")
+        if not isinstance(kind, str):
+            raise wrong_type(f"{path}[{index}].type", "a string", kind)
+        description = tool.get("description")
+        if not isinstance(description, str | None):
+            raise wrong_type(f"{path}[{index}].description", "a string", description)
         if kind == "namespace":
-            _tools(tool.get("tools"), into, str(tool.get("name") or ""), tool.get("description"))
+            if namespace is not None:
+                raise ClientRequestError(
+                    f"{path}[{index}]: a namespace cannot hold another namespace", param=f"{path}[{index}]"
+                )
+            group = tool.get("name")
+            if not isinstance(group, str) or not group:
+                raise wrong_type(f"{path}[{index}].name", "a non-empty string", group)
+            _tools(tool.get("tools"), into, f"{path}[{index}].tools", group, description)
             continue
         if kind not in ("function", "custom"):
             continue  # hosted tools (web_search, file_search, tool_search, …) need OpenAI to run them
         name = tool.get("name")
         if not isinstance(name, str) or not name:
-            raise ClientRequestError(f"tools.{index}.name: Field required", param="tools")
+            raise wrong_type(f"{path}[{index}].name", "a non-empty string", name)
         if kind == "function":
             parameters = tool.get("parameters")
+            if not isinstance(parameters, dict | None):
+                raise wrong_type(f"{path}[{index}].parameters", "an object", parameters)
             into.append(
                 ToolSpec(
                     flat_name(namespace, name),
-                    tool.get("description"),
-                    parameters if isinstance(parameters, dict) else None,
+                    description,
+                    parameters,
                     "function",
                     None,
                     namespace,
@@ -116,13 +184,15 @@ def _tools(raw: Any, into: list[ToolSpec], namespace: str | None = None, ns_desc
             )
         else:
             fmt = tool.get("format")
+            if not isinstance(fmt, dict | None):
+                raise wrong_type(f"{path}[{index}].format", "an object", fmt)
             into.append(
                 ToolSpec(
                     flat_name(namespace, name),
-                    tool.get("description"),
+                    description,
                     None,
                     "custom",
-                    fmt if isinstance(fmt, dict) else None,
+                    fmt,
                     namespace,
                     ns_description,
                 )
@@ -130,33 +200,46 @@ def _tools(raw: Any, into: list[ToolSpec], namespace: str | None = None, ns_desc
 
 
 def _tool_choice(value: Any) -> ToolChoice | None:
-    if value in ("auto", "none", "required"):
-        return ToolChoice(value)
-    if isinstance(value, dict) and value.get("type") in ("function", "custom") and value.get("name"):
-        return ToolChoice("tool", flat_name(value.get("namespace"), str(value["name"])))
-    return None
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _CHOICE_MODES.get(value)
+    if not isinstance(value, dict):
+        raise wrong_type("tool_choice", "a string or an object", value)
+    if value.get("type") not in ("function", "custom"):
+        return None
+    name = value.get("name")
+    namespace = value.get("namespace")
+    if not isinstance(name, str):
+        raise wrong_type("tool_choice.name", "a string", name)
+    if not isinstance(namespace, str | None):
+        raise wrong_type("tool_choice.namespace", "a string", namespace)
+    return ToolChoice("tool", flat_name(namespace, name)) if name else None
 
 
-def request_to_ir(body: Any) -> Request:
-    """Validate a Responses body and convert it to the IR."""
-    if not isinstance(body, dict):
-        raise ClientRequestError("request body must be a JSON object")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise ClientRequestError("model: Field required", param="model")
-    raw_input = body.get("input")
-    if raw_input is None:
-        raw_input = []
-    if isinstance(raw_input, str):
-        raw_input = [{"type": "message", "role": "user", "content": raw_input}]
-    if not isinstance(raw_input, list):
-        raise ClientRequestError("input: Input should be a string or a list", param="input")
-    system: list[TextPart] = []
-    instructions = body.get("instructions")
-    if isinstance(instructions, str) and instructions:
-        system.append(TextPart(instructions))
-    tools: list[ToolSpec] = []
-    _tools(body.get("tools"), tools)
+def _call_part(item: dict[str, Any], kind: str, where: str) -> ToolCallPart:
+    call_id = item.get("call_id")
+    name = item.get("name")
+    namespace = item.get("namespace")
+    if not isinstance(call_id, str):
+        raise wrong_type(f"{where}.call_id", "a string", call_id)
+    if not isinstance(name, str):
+        raise wrong_type(f"{where}.name", "a string", name)
+    if not isinstance(namespace, str | None):
+        raise wrong_type(f"{where}.namespace", "a string", namespace)
+    flat = flat_name(namespace, name)
+    if kind == "function_call":
+        arguments = item.get("arguments")
+        if not isinstance(arguments, str | None):
+            raise wrong_type(f"{where}.arguments", "a string", arguments)
+        return ToolCallPart(call_id, flat, arguments or "", "function", namespace)
+    text = item.get("input")
+    if not isinstance(text, str | None):
+        raise wrong_type(f"{where}.input", "a string", text)
+    return ToolCallPart(call_id, flat, text or "", "custom", namespace)
+
+
+def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolSpec]) -> list[Message]:
     messages: list[Message] = []
     assistant: list[Part] = []
     outputs: list[Part] = []
@@ -172,55 +255,46 @@ def request_to_ir(body: Any) -> Request:
             outputs.clear()
 
     for index, item in enumerate(raw_input):
-        where = f"input.{index}"
         if not isinstance(item, dict):
-            raise ClientRequestError(f"{where}: Input should be an object", param="input")
+            raise wrong_type(f"input[{index}]", "an object", item)
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise wrong_type(f"input[{index}].type", "a string", kind)
         if kind in _ASSISTANT_ITEMS:
             flush_outputs()
             if kind == "reasoning":
-                part = _reasoning_part(item)
-                if part is not None:
-                    assistant.append(part)
+                assistant.append(_reasoning_part(item, f"input[{index}]"))
             else:
-                call_id = item.get("call_id")
-                name = item.get("name")
-                if not isinstance(call_id, str) or not isinstance(name, str):
-                    raise ClientRequestError(f"{where}: {kind} needs string call_id and name", param="input")
-                namespace = item.get("namespace")
-                flat = flat_name(namespace if isinstance(namespace, str) else None, name)
-                if kind == "function_call":
-                    assistant.append(
-                        ToolCallPart(call_id, flat, str(item.get("arguments") or ""), "function", namespace)
-                    )
-                else:
-                    assistant.append(ToolCallPart(call_id, flat, str(item.get("input") or ""), "custom", namespace))
+                assistant.append(_call_part(item, kind, f"input[{index}]"))
             continue
         if kind in _OUTPUT_ITEMS:
             flush_assistant()
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
-                raise ClientRequestError(f"{where}.call_id: Field required", param="input")
+                raise wrong_type(f"input[{index}].call_id", "a string", call_id)
             outputs.append(
                 ToolResultPart(
                     call_id,
-                    _output_parts(item.get("output")),
+                    _output_parts(item.get("output"), f"input[{index}]"),
                     False,
                     "custom" if kind == "custom_tool_call_output" else "function",
                 )
             )
             continue
         if kind == "additional_tools":
-            _tools(item.get("tools"), tools)
+            _tools(item.get("tools"), tools, f"input[{index}].tools")
             continue
         if kind != "message":
             continue  # item_reference, web_search_call and other hosted-tool items
         role = item.get("role")
-        if role not in ("user", "assistant", "system", "developer"):
+        if role not in _ROLES:
+            expected = "'user', 'assistant', 'system' or 'developer'"
+            if not isinstance(role, str):
+                raise wrong_type(f"input[{index}].role", expected, role)
             raise ClientRequestError(
-                f"{where}.role: Input should be 'user', 'assistant', 'system' or 'developer'", param="input"
+                f"input[{index}].role must be {expected}, not '{role}'", param=f"input[{index}].role"
             )
-        parts = _content_parts(item.get("content"), where)
+        parts = _content_parts(item.get("content"), f"input[{index}]")
         if role == "assistant":
             flush_outputs()
             assistant.extend(parts)
@@ -237,42 +311,56 @@ def request_to_ir(body: Any) -> Request:
             messages.append(Message("user", tuple(parts)))
     flush_assistant()
     flush_outputs()
-    reasoning_config = body.get("reasoning")
-    reasoning = None
-    if isinstance(reasoning_config, dict) and reasoning_config.get("effort") in _EFFORTS:
-        effort = reasoning_config["effort"]
-        reasoning = Reasoning(effort != "none", effort)
-    max_output = body.get("max_output_tokens")
-    if max_output is not None and (not isinstance(max_output, int) or isinstance(max_output, bool)):
-        raise ClientRequestError("max_output_tokens: Input should be a valid integer", param="max_output_tokens")
-    temperature = body.get("temperature")
-    top_p = body.get("top_p")
+    return messages
+
+
+def request_to_ir(body: Any) -> Request:
+    """Validate a Responses body and convert it to the IR."""
+    if not isinstance(body, dict):
+        raise ClientRequestError("request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise missing("model") if model is None else wrong_type("model", "a non-empty string", model)
+    raw_input = body.get("input")
+    if raw_input is None:
+        raw_input = []
+    if isinstance(raw_input, str):
+        raw_input = [{"type": "message", "role": "user", "content": raw_input}]
+    if not isinstance(raw_input, list):
+        raise wrong_type("input", "a string or an array", raw_input)
+    system: list[TextPart] = []
+    instructions = optional_str(body, "instructions")
+    if instructions:
+        system.append(TextPart(instructions))
+    tools: list[ToolSpec] = []
+    _tools(body.get("tools"), tools, "tools")
+    messages = _input_items(raw_input, system, tools)
+    reasoning_config = optional_dict(body, "reasoning")
+    effort = reasoning_config.get("effort") if reasoning_config is not None else None
+    if not isinstance(effort, str | None):
+        raise wrong_type("reasoning.effort", "one of " + ", ".join(_EFFORTS), effort)
+    # An effort level this version does not know is left to the upstream's default.
+    known_effort = _EFFORTS.get(effort) if effort else None
     provider_data: dict[str, Any] = {}
-    previous = body.get("previous_response_id")
-    if isinstance(previous, str) and previous:
+    previous = optional_str(body, "previous_response_id")
+    if previous:
         provider_data["previous_response_id"] = previous
-    if body.get("store") is False:
+    if optional_bool(body, "store") is False:
         provider_data["store"] = False
-    user = body.get("safety_identifier") or body.get("user")
-    cache_key = body.get("prompt_cache_key")
     return Request(
         model=model,
         system=tuple(system),
         messages=tuple(messages),
-        max_output_tokens=max_output,
-        stream=body.get("stream") is True,
+        max_output_tokens=token_count(body.get("max_output_tokens"), "max_output_tokens"),
+        stream=optional_bool(body, "stream") is True,
         tools=tuple(tools),
         tool_choice=_tool_choice(body.get("tool_choice")),
-        parallel_tool_calls=body.get("parallel_tool_calls")
-        if isinstance(body.get("parallel_tool_calls"), bool)
-        else None,
-        temperature=float(temperature)
-        if isinstance(temperature, int | float) and not isinstance(temperature, bool)
-        else None,
-        top_p=float(top_p) if isinstance(top_p, int | float) and not isinstance(top_p, bool) else None,
-        reasoning=reasoning,
-        user=user if isinstance(user, str) else None,
-        cache_key=cache_key if isinstance(cache_key, str) else None,
+        parallel_tool_calls=optional_bool(body, "parallel_tool_calls"),
+        temperature=optional_number(body, "temperature"),
+        top_p=optional_number(body, "top_p"),
+        reasoning=Reasoning(known_effort != "none", known_effort) if known_effort is not None else None,
+        user=optional_str(body, "safety_identifier") or optional_str(body, "user"),
+        cache_key=optional_str(body, "prompt_cache_key"),
         provider_data=provider_data,
     )
 
