@@ -158,7 +158,16 @@ def _parts(content: Any, where: str) -> tuple[Part, ...]:
                 raise wrong_type(f"{where}.content[{index}].name", "a string", name)
             if not isinstance(arguments, dict | None):
                 raise wrong_type(f"{where}.content[{index}].input", "an object", arguments)
-            parts.append(ToolCallPart(upstream_tool_id(call_id), name, orjson.dumps(arguments or {}).decode()))
+            try:
+                encoded = orjson.dumps(arguments or {}).decode()
+            except orjson.JSONEncodeError as exc:
+                # Only a body decoded by something laxer than the proxy (lone surrogates, integers
+                # past 64 bits) gets here.
+                raise ClientRequestError(
+                    f"{where}.content[{index}].input cannot be encoded as JSON: {exc}",
+                    param=f"{where}.content[{index}].input",
+                ) from None
+            parts.append(ToolCallPart(upstream_tool_id(call_id), name, encoded))
         elif kind == "thinking":
             at = f"{where}.content[{index}]"
             text = _optional_field_str(block, "thinking", at)

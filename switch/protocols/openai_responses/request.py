@@ -61,6 +61,8 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
         if not isinstance(block, dict):
             raise wrong_type(f"{where}.content[{index}]", "an object", block)
         kind = block.get("type")
+        if not isinstance(kind, str):
+            raise wrong_type(f"{where}.content[{index}].type", "a string", kind)
         if kind in _TEXT_PARTS:
             text = block.get("text")
             if not isinstance(text, str):
@@ -89,8 +91,6 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
                 f"{where}.content[{index}]: input_file is not supported by this route",
                 param=f"{where}.content[{index}]",
             )
-        elif not isinstance(kind, str):
-            raise wrong_type(f"{where}.content[{index}].type", "a string", kind)
     return parts
 
 
