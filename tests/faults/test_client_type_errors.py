@@ -183,3 +183,14 @@ def test_a_bug_after_routing_is_recorded_with_the_call_it_was_serving(
     assert record.outcome == "proxy_error" and record.http_status == 500
     assert (record.harness, record.session_id, record.requested_model) == ("claude-code", SESSION, body["model"])
     assert (record.provider, record.served_model) == ("baseten", "moonshotai/Kimi-K3")
+
+
+def test_a_classifier_bug_still_serves_the_call(kimi_proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(relay, "classify", _boom)
+    response = httpx.post(
+        kimi_proxy.url + "/v1/messages",
+        json={"model": "claude-opus-5-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert response.status_code == 200, response.text
+    record = only_record(kimi_proxy)
+    assert (record.outcome, record.harness, record.role) == ("completed", "other", "orchestrator")
