@@ -660,8 +660,12 @@ class Relay:
                     **(options if isinstance(options, dict) else {}),
                     "include_usage": True,
                 }
-                body = orjson.dumps(parsed)
-                strip_usage = True
+                try:
+                    body = orjson.dumps(parsed)
+                    strip_usage = True
+                except orjson.JSONEncodeError:
+                    # Nested deeper than the encoder goes: send the body as it came, unmetered.
+                    log.debug("chat body too deep to re-encode; passed through without the usage request")
         try:
             response = await self.pool.request(
                 "POST", url, headers, body, header_timeout=self._first_byte(can_fall_back)

@@ -194,3 +194,45 @@ def test_a_classifier_bug_still_serves_the_call(kimi_proxy: Proxy, monkeypatch: 
     assert response.status_code == 200, response.text
     record = only_record(kimi_proxy)
     assert (record.outcome, record.harness, record.role) == ("completed", "other", "orchestrator")
+
+
+def _nested(levels: int) -> Any:
+    value: Any = {"type": "string"}
+    for _ in range(levels):
+        value = {"type": "object", "properties": {"x": value}}
+    return value
+
+
+# JSON nested deeper than the encoder re-encodes (255 levels) but within what the decoder reads (1024).
+TOO_DEEP = _nested(200)
+
+
+def test_tool_schema_nested_too_deep_to_translate_is_a_400(kimi_proxy: Proxy) -> None:
+    body = {
+        "model": "gpt-5.5",
+        "messages": [DEEP_AGENTS_SYSTEM, {"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "deep", "parameters": TOO_DEEP}}],
+    }
+    response = httpx.post(kimi_proxy.url + "/v1/chat/completions", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert_rejected(kimi_proxy, "langchain", "gpt-5.5", "openai-chat")
+
+
+def test_native_chat_stream_nested_too_deep_to_re_encode_is_still_served(
+    start_proxy: Any, fake_chat: tuple[Any, str]
+) -> None:
+    fake, url = fake_chat
+    proxy = start_proxy(f'[defaults]\nmodel = "native"\n[providers.openai]\nbase_url = "{url}"\n')
+    body = {
+        "model": "gpt-5.5",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        "metadata": TOO_DEEP,
+    }
+    response = httpx.post(proxy.url + "/v1/chat/completions", json=body, headers={"authorization": "Bearer sk-x"})
+    assert response.status_code == 200, response.text
+    assert response.text.rstrip().endswith("data: [DONE]")
+    record = only_record(proxy)
+    assert (record.outcome, record.provider, record.requested_model) == ("completed", "openai", "gpt-5.5")
+    assert fake.received[0].json["metadata"] == TOO_DEEP
