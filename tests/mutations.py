@@ -263,7 +263,11 @@ def _value_table() -> list[Any]:
     objects += [{"type": kind, "text": None, "id": 0, "name": [], "source": "x"} for kind in BLOCK_TYPES]
     objects += [{name: None} for name in FIELD_NAMES] + [{name: {}} for name in FIELD_NAMES]
     objects += [{name: "\x00"} for name in FIELD_NAMES] + [{name: 2**70} for name in FIELD_NAMES]
-    return scalars + arrays + objects
+    # Nested past what orjson re-encodes (255 levels), within what it decodes (1024).
+    deep: list[Any] = [[]]
+    for _ in range(260):
+        deep = [deep]
+    return scalars + arrays + objects + [deep, {"type": "object", "properties": {"x": deep}}]
 
 
 VALUE_TABLE = _value_table()
