@@ -52,142 +52,150 @@ _EFFORTS: dict[str, ReasoningEffort] = {
 _ROLES = ("user", "assistant", "system")
 
 
-def _text_of(block: dict[str, Any], at: str) -> str:
-    text = block.get("text")
-    if not isinstance(text, str):
-        raise wrong_type(f"{at}.text", "a string", text)
-    return text
+# Paths for error messages are built only when an error is raised: the loops below run once per
+# content block of every request.
 
 
-def _block_type(block: Any, at: str) -> Any:
+def _block_type(block: Any, container: str, index: int) -> Any:
     if not isinstance(block, dict):
-        raise wrong_type(at, "an object", block)
+        raise wrong_type(f"{container}[{index}]", "an object", block)
     kind = block.get("type")
     if not isinstance(kind, str):
-        raise wrong_type(f"{at}.type", "a string", kind)
+        raise wrong_type(f"{container}[{index}].type", "a string", kind)
     return kind
 
 
-def _optional_field_str(block: dict[str, Any], key: str, at: str) -> str | None:
+def _field_str(block: dict[str, Any], key: str, container: str, index: int) -> str:
+    value = block.get(key)
+    if not isinstance(value, str):
+        raise wrong_type(f"{container}[{index}].{key}", "a string", value)
+    return value
+
+
+def _optional_field_str(block: dict[str, Any], key: str, container: str, index: int) -> str | None:
     value = block.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise wrong_type(f"{at}.{key}", "a string", value)
+    raise wrong_type(f"{container}[{index}].{key}", "a string", value)
 
 
-def _image(block: dict[str, Any], at: str) -> ImagePart:
+def _image(block: dict[str, Any], container: str, index: int) -> ImagePart:
     source = block.get("source")
     if not isinstance(source, dict):
-        raise wrong_type(f"{at}.source", "an object", source)
+        raise wrong_type(f"{container}[{index}].source", "an object", source)
     kind = source.get("type")
     if kind == "base64":
         media_type = source.get("media_type")
         data = source.get("data")
         if not isinstance(media_type, str):
-            raise wrong_type(f"{at}.source.media_type", "a string", media_type)
+            raise wrong_type(f"{container}[{index}].source.media_type", "a string", media_type)
         if not isinstance(data, str):
-            raise wrong_type(f"{at}.source.data", "a string", data)
+            raise wrong_type(f"{container}[{index}].source.data", "a string", data)
         return ImagePart(media_type=media_type, data=data)
     if kind == "url":
         url = source.get("url")
         if not isinstance(url, str):
-            raise wrong_type(f"{at}.source.url", "a string", url)
+            raise wrong_type(f"{container}[{index}].source.url", "a string", url)
         return ImagePart(url=url)
     if not isinstance(kind, str):
-        raise wrong_type(f"{at}.source.type", "a string", kind)
-    raise ClientRequestError(f"{at}.source.type: image source '{kind}' is not supported by this route", param=at)
+        raise wrong_type(f"{container}[{index}].source.type", "a string", kind)
+    at = f"{container}[{index}].source.type"
+    raise ClientRequestError(f"{at}: image source '{kind}' is not supported by this route", param=at)
 
 
-def _tool_result_content(value: Any, at: str) -> tuple[TextPart | ImagePart, ...]:
+def _tool_result_content(value: Any, message: int, index: int) -> tuple[TextPart | ImagePart, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         return (TextPart(value),)
+    container = f"messages[{message}].content[{index}].content"
     if not isinstance(value, list):
-        raise wrong_type(f"{at}.content", "a string or an array", value)
+        raise wrong_type(container, "a string or an array", value)
     parts: list[TextPart | ImagePart] = []
-    for index, block in enumerate(value):
-        kind = _block_type(block, f"{at}.content[{index}]")
+    for inner, block in enumerate(value):
+        kind = _block_type(block, container, inner)
         if kind == "text":
-            parts.append(TextPart(_text_of(block, f"{at}.content[{index}]")))
+            parts.append(TextPart(_field_str(block, "text", container, inner)))
         elif kind == "image":
-            parts.append(_image(block, f"{at}.content[{index}]"))
+            parts.append(_image(block, container, inner))
         elif kind == "tool_reference":
             name = block.get("tool_name")
             if name is None:
                 name = block.get("name")
-            if not isinstance(name, str | None):
-                raise wrong_type(f"{at}.content[{index}].tool_name", "a string", name)
+            if name is not None and not isinstance(name, str):
+                raise wrong_type(f"{container}[{inner}].tool_name", "a string", name)
             parts.append(TextPart(f"Tool loaded: {name or ''}"))
     return tuple(parts)
 
 
-def _parts(content: Any, where: str) -> tuple[Part, ...]:
+def _parts(content: Any, message: int) -> tuple[Part, ...]:
     if isinstance(content, str):
         return (TextPart(content),)
+    container = f"messages[{message}].content"
     if not isinstance(content, list):
-        raise wrong_type(f"{where}.content", "a string or an array", content)
+        raise wrong_type(container, "a string or an array", content)
     parts: list[Part] = []
     for index, block in enumerate(content):
-        kind = _block_type(block, f"{where}.content[{index}]")
+        kind = _block_type(block, container, index)
         if kind == "text":
-            text = block.get("text")
-            if not isinstance(text, str):
-                raise wrong_type(f"{where}.content[{index}].text", "a string", text)
-            parts.append(TextPart(text))
+            parts.append(TextPart(_field_str(block, "text", container, index)))
         elif kind == "tool_result":
-            call_id = block.get("tool_use_id")
-            if not isinstance(call_id, str):
-                raise wrong_type(f"{where}.content[{index}].tool_use_id", "a string", call_id)
+            call_id = _field_str(block, "tool_use_id", container, index)
             is_error = block.get("is_error")
-            if not isinstance(is_error, bool | None):
-                raise wrong_type(f"{where}.content[{index}].is_error", "a boolean", is_error)
-            at = f"{where}.content[{index}]"
-            parts.append(
-                ToolResultPart(
-                    upstream_tool_id(call_id), _tool_result_content(block.get("content"), at), bool(is_error)
-                )
-            )
+            if is_error is not None and not isinstance(is_error, bool):
+                raise wrong_type(f"{container}[{index}].is_error", "a boolean", is_error)
+            content_of = _tool_result_content(block.get("content"), message, index)
+            parts.append(ToolResultPart(upstream_tool_id(call_id), content_of, bool(is_error)))
         elif kind == "tool_use":
-            call_id = block.get("id")
-            name = block.get("name")
-            arguments = block.get("input")
-            if not isinstance(call_id, str):
-                raise wrong_type(f"{where}.content[{index}].id", "a string", call_id)
-            if not isinstance(name, str):
-                raise wrong_type(f"{where}.content[{index}].name", "a string", name)
-            if not isinstance(arguments, dict | None):
-                raise wrong_type(f"{where}.content[{index}].input", "an object", arguments)
-            try:
-                encoded = orjson.dumps(arguments or {}).decode()
-            except orjson.JSONEncodeError as exc:
-                # Only a body decoded by something laxer than the proxy (lone surrogates, integers
-                # past 64 bits) gets here.
-                raise ClientRequestError(
-                    f"{where}.content[{index}].input cannot be encoded as JSON: {exc}",
-                    param=f"{where}.content[{index}].input",
-                ) from None
-            parts.append(ToolCallPart(upstream_tool_id(call_id), name, encoded))
+            parts.append(_tool_use(block, container, index))
         elif kind == "thinking":
-            at = f"{where}.content[{index}]"
-            text = _optional_field_str(block, "thinking", at)
-            signature = _optional_field_str(block, "signature", at)
+            text = _optional_field_str(block, "thinking", container, index)
+            signature = _optional_field_str(block, "signature", container, index)
             parts.append(ReasoningPart(text or "", signature or None))
         elif kind == "redacted_thinking":
-            data = _optional_field_str(block, "data", f"{where}.content[{index}]")
+            data = _optional_field_str(block, "data", container, index)
             parts.append(ReasoningPart("", redacted_data=data or ""))
         elif kind == "image":
-            parts.append(_image(block, f"{where}.content[{index}]"))
+            parts.append(_image(block, container, index))
         elif kind == "document":
-            at = f"{where}.content[{index}]"
-            source = block.get("source")
-            if not isinstance(source, dict):
-                raise wrong_type(f"{at}.source", "an object", source)
-            source_type = _optional_field_str(source, "type", f"{at}.source")
-            parts.append(DocumentPart(_optional_field_str(source, "media_type", f"{at}.source"), str(source_type)))
+            parts.append(_document(block, container, index))
         # Server-tool blocks, container uploads and other Anthropic-only blocks have no
         # equivalent upstream; they are left out.
     return tuple(parts)
+
+
+def _document(block: dict[str, Any], container: str, index: int) -> DocumentPart:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        raise wrong_type(f"{container}[{index}].source", "an object", source)
+    media_type = source.get("media_type")
+    source_type = source.get("type")
+    if media_type is not None and not isinstance(media_type, str):
+        raise wrong_type(f"{container}[{index}].source.media_type", "a string", media_type)
+    if not isinstance(source_type, str):
+        raise wrong_type(f"{container}[{index}].source.type", "a string", source_type)
+    return DocumentPart(media_type, source_type)
+
+
+def _tool_use(block: dict[str, Any], at: str, index: int) -> ToolCallPart:
+    call_id = block.get("id")
+    name = block.get("name")
+    arguments = block.get("input")
+    if not isinstance(call_id, str):
+        raise wrong_type(f"{at}[{index}].id", "a string", call_id)
+    if not isinstance(name, str):
+        raise wrong_type(f"{at}[{index}].name", "a string", name)
+    if arguments is not None and not isinstance(arguments, dict):
+        raise wrong_type(f"{at}[{index}].input", "an object", arguments)
+    try:
+        encoded = orjson.dumps(arguments or {}).decode()
+    except orjson.JSONEncodeError as exc:
+        # JSON nested past the encoder's 255 levels, or a body decoded by something laxer than
+        # the proxy (lone surrogates, integers past 64 bits).
+        raise ClientRequestError(
+            f"{at}[{index}].input cannot be encoded as JSON: {exc}", param=f"{at}[{index}].input"
+        ) from None
+    return ToolCallPart(upstream_tool_id(call_id), name, encoded)
 
 
 def _system(value: Any) -> tuple[tuple[TextPart, ...], str | None]:
@@ -200,9 +208,9 @@ def _system(value: Any) -> tuple[tuple[TextPart, ...], str | None]:
     billing: str | None = None
     parts: list[TextPart] = []
     for index, block in enumerate(value):
-        if _block_type(block, f"system[{index}]") != "text":
+        if _block_type(block, "system", index) != "text":
             continue
-        text = _text_of(block, f"system[{index}]")
+        text = _field_str(block, "text", "system", index)
         if billing is None and text.startswith(BILLING_PREFIX):
             billing = text
             continue
@@ -225,9 +233,11 @@ def _tools(value: list[Any] | None) -> tuple[ToolSpec, ...]:
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise wrong_type(f"tools[{index}].name", "a non-empty string", name)
-        description = _optional_field_str(tool, "description", f"tools[{index}]")
+        description = tool.get("description")
+        if description is not None and not isinstance(description, str):
+            raise wrong_type(f"tools[{index}].description", "a string", description)
         schema = tool.get("input_schema")
-        if not isinstance(schema, dict | None):
+        if schema is not None and not isinstance(schema, dict):
             raise wrong_type(f"tools[{index}].input_schema", "an object", schema)
         specs.append(ToolSpec(name, description, schema))
     return tuple(specs)
@@ -237,7 +247,7 @@ def _tool_choice(value: dict[str, Any] | None) -> tuple[ToolChoice | None, bool 
     if value is None:
         return None, None
     disable_parallel = value.get("disable_parallel_tool_use")
-    if not isinstance(disable_parallel, bool | None):
+    if disable_parallel is not None and not isinstance(disable_parallel, bool):
         raise wrong_type("tool_choice.disable_parallel_tool_use", "a boolean", disable_parallel)
     parallel = False if disable_parallel else None
     kind = value.get("type")
@@ -250,7 +260,7 @@ def _tool_choice(value: dict[str, Any] | None) -> tuple[ToolChoice | None, bool 
         return ToolChoice("tool", name), parallel
     if kind == "none":
         return ToolChoice("none"), parallel
-    if not isinstance(kind, str | None):
+    if kind is not None and not isinstance(kind, str):
         raise wrong_type("tool_choice.type", "a string", kind)
     return ToolChoice("auto"), parallel
 
@@ -259,13 +269,13 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
     thinking = optional_dict(body, "thinking")
     output_config = optional_dict(body, "output_config")
     effort = output_config.get("effort") if output_config is not None else None
-    if not isinstance(effort, str | None):
+    if effort is not None and not isinstance(effort, str):
         raise wrong_type("output_config.effort", "one of " + ", ".join(sorted(_EFFORTS)), effort)
     # An effort level this version does not know is left to the upstream's default.
     known_effort = _EFFORTS.get(effort) if effort else None
     if thinking is not None:
         kind = thinking.get("type")
-        if not isinstance(kind, str | None):
+        if kind is not None and not isinstance(kind, str):
             raise wrong_type("thinking.type", "a string", kind)
         if kind == "disabled":
             return Reasoning(False)
@@ -291,7 +301,7 @@ def _messages(raw_messages: list[Any]) -> tuple[Message, ...]:
             )
         if "content" not in raw:
             raise missing(f"messages[{index}].content")
-        messages.append(Message(role, _parts(raw["content"], f"messages[{index}]")))
+        messages.append(Message(role, _parts(raw["content"], index)))
     return tuple(messages)
 
 
@@ -313,7 +323,7 @@ def request_to_ir(body: Any) -> Request:
     tool_choice, parallel = _tool_choice(optional_dict(body, "tool_choice"))
     metadata = optional_dict(body, "metadata")
     user = metadata.get("user_id") if metadata is not None else None
-    if not isinstance(user, str | None):
+    if user is not None and not isinstance(user, str):
         raise wrong_type("metadata.user_id", "a string", user)
     provider_data: dict[str, Any] = {}
     if billing is not None:

@@ -102,7 +102,7 @@ def _tool_calls(value: Any, where: str) -> list[Part]:
         if not isinstance(name, str):
             raise wrong_type(f"{where}.tool_calls[{index}].function.name", "a string", name)
         arguments = function.get("arguments")
-        if not isinstance(arguments, str | None):
+        if arguments is not None and not isinstance(arguments, str):
             raise wrong_type(f"{where}.tool_calls[{index}].function.arguments", "a string", arguments)
         calls.append(ToolCallPart(call_id, name, arguments or ""))
     return calls
@@ -166,10 +166,10 @@ def _tools(value: list[Any] | None) -> tuple[ToolSpec, ...]:
         if not isinstance(name, str) or not name:
             raise wrong_type(f"tools[{index}].function.name", "a non-empty string", name)
         description = function.get("description")
-        if not isinstance(description, str | None):
+        if description is not None and not isinstance(description, str):
             raise wrong_type(f"tools[{index}].function.description", "a string", description)
         parameters = function.get("parameters")
-        if not isinstance(parameters, dict | None):
+        if parameters is not None and not isinstance(parameters, dict):
             raise wrong_type(f"tools[{index}].function.parameters", "an object", parameters)
         tools.append(ToolSpec(name, description, parameters))
     return tuple(tools)
@@ -213,7 +213,7 @@ def request_to_ir(body: Any) -> Request:
     known_effort = _EFFORTS.get(effort) if effort else None
     options = optional_dict(body, "stream_options")
     include_usage = options.get("include_usage") if options is not None else None
-    if not isinstance(include_usage, bool | None):
+    if include_usage is not None and not isinstance(include_usage, bool):
         raise wrong_type("stream_options.include_usage", "a boolean", include_usage)
     user = optional_str(body, "user") or optional_str(body, "safety_identifier")
     return Request(

@@ -122,7 +122,7 @@ def _summary_texts(value: Any, path: str) -> list[str]:
 
 def _reasoning_part(item: dict[str, Any], where: str) -> ReasoningPart:
     token = item.get("encrypted_content")
-    if not isinstance(token, str | None):
+    if token is not None and not isinstance(token, str):
         raise wrong_type(f"{where}.encrypted_content", "a string", token)
     text = decode_reasoning(token)
     if text is None:
@@ -150,7 +150,7 @@ def _tools(
         if not isinstance(kind, str):
             raise wrong_type(f"{path}[{index}].type", "a string", kind)
         description = tool.get("description")
-        if not isinstance(description, str | None):
+        if description is not None and not isinstance(description, str):
             raise wrong_type(f"{path}[{index}].description", "a string", description)
         if kind == "namespace":
             if namespace is not None:
@@ -169,7 +169,7 @@ def _tools(
             raise wrong_type(f"{path}[{index}].name", "a non-empty string", name)
         if kind == "function":
             parameters = tool.get("parameters")
-            if not isinstance(parameters, dict | None):
+            if parameters is not None and not isinstance(parameters, dict):
                 raise wrong_type(f"{path}[{index}].parameters", "an object", parameters)
             into.append(
                 ToolSpec(
@@ -184,7 +184,7 @@ def _tools(
             )
         else:
             fmt = tool.get("format")
-            if not isinstance(fmt, dict | None):
+            if fmt is not None and not isinstance(fmt, dict):
                 raise wrong_type(f"{path}[{index}].format", "an object", fmt)
             into.append(
                 ToolSpec(
@@ -212,7 +212,7 @@ def _tool_choice(value: Any) -> ToolChoice | None:
     namespace = value.get("namespace")
     if not isinstance(name, str):
         raise wrong_type("tool_choice.name", "a string", name)
-    if not isinstance(namespace, str | None):
+    if namespace is not None and not isinstance(namespace, str):
         raise wrong_type("tool_choice.namespace", "a string", namespace)
     return ToolChoice("tool", flat_name(namespace, name)) if name else None
 
@@ -225,16 +225,16 @@ def _call_part(item: dict[str, Any], kind: str, where: str) -> ToolCallPart:
         raise wrong_type(f"{where}.call_id", "a string", call_id)
     if not isinstance(name, str):
         raise wrong_type(f"{where}.name", "a string", name)
-    if not isinstance(namespace, str | None):
+    if namespace is not None and not isinstance(namespace, str):
         raise wrong_type(f"{where}.namespace", "a string", namespace)
     flat = flat_name(namespace, name)
     if kind == "function_call":
         arguments = item.get("arguments")
-        if not isinstance(arguments, str | None):
+        if arguments is not None and not isinstance(arguments, str):
             raise wrong_type(f"{where}.arguments", "a string", arguments)
         return ToolCallPart(call_id, flat, arguments or "", "function", namespace)
     text = item.get("input")
-    if not isinstance(text, str | None):
+    if text is not None and not isinstance(text, str):
         raise wrong_type(f"{where}.input", "a string", text)
     return ToolCallPart(call_id, flat, text or "", "custom", namespace)
 
@@ -337,7 +337,7 @@ def request_to_ir(body: Any) -> Request:
     messages = _input_items(raw_input, system, tools)
     reasoning_config = optional_dict(body, "reasoning")
     effort = reasoning_config.get("effort") if reasoning_config is not None else None
-    if not isinstance(effort, str | None):
+    if effort is not None and not isinstance(effort, str):
         raise wrong_type("reasoning.effort", "one of " + ", ".join(_EFFORTS), effort)
     # An effort level this version does not know is left to the upstream's default.
     known_effort = _EFFORTS.get(effort) if effort else None
