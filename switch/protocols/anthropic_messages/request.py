@@ -52,11 +52,11 @@ _EFFORTS: dict[str, ReasoningEffort] = {
 _ROLES = ("user", "assistant", "system")
 
 
-# Paths for error messages are built only when an error is raised: the loops below run once per
-# content block of every request.
+# The loops below run once per content block of every request, so they get the path of their
+# container (one string per message) and build a block's own path only when raising.
 
 
-def _block_type(block: Any, container: str, index: int) -> Any:
+def _block_type(block: Any, container: str, index: int) -> str:
     if not isinstance(block, dict):
         raise wrong_type(f"{container}[{index}]", "an object", block)
     kind = block.get("type")
