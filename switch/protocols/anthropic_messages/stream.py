@@ -21,6 +21,7 @@ from switch.protocols.anthropic_messages.errors import error_event
 from switch.protocols.anthropic_messages.response import usage_to_wire
 from switch.protocols.carry import client_tool_id, encode_reasoning
 from switch.protocols.ir import StopReason, Usage
+from switch.protocols.wire import UpstreamFormatError
 
 _dumps = orjson.dumps
 
@@ -55,7 +56,7 @@ _SKELETON = {
 }
 
 
-class StreamFormatError(Exception):
+class StreamFormatError(UpstreamFormatError):
     """The upstream stream cannot be expressed in Anthropic's grammar."""
 
 
