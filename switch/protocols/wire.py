@@ -69,6 +69,13 @@ def text(value: Any, where: str) -> str:
     raise malformed(where, "a string")
 
 
+def name(value: Any, where: str) -> str:
+    """A required non-empty string, such as a tool's name."""
+    if type(value) is str and value:
+        return value
+    raise malformed(where, "a non-empty string")
+
+
 def optional_text(value: Any, where: str) -> str | None:
     """`value` as a string, or None when absent or null."""
     if value is None or type(value) is str:

@@ -35,6 +35,7 @@ from switch.protocols.wire import (
     count,
     label,
     malformed,
+    name,
     obj,
     optional_text,
     text,
@@ -234,9 +235,10 @@ def _response_to_ir(body: dict[str, Any], index: ToolIndex, usage: Usage) -> Res
         elif kind == "redacted_thinking":
             parts.append(ReasoningPart("", redacted_data=text(block.get("data"), where + ".data")))
         elif kind == "tool_use":
-            name = index.caller_name(text(block.get("name"), where + ".name"))
+            tool_name = index.caller_name(name(block.get("name"), where + ".name"))
             arguments = orjson.dumps(obj(block.get("input"), where + ".input")).decode()
-            parts.append(ToolCallPart(text(block.get("id"), where + ".id"), name, arguments))
+            call_id = text(block.get("id"), where + ".id") or f"toolu_{position}"
+            parts.append(ToolCallPart(call_id, tool_name, arguments))
     return Response(
         label(body.get("id")) or "",
         label(body.get("model")) or "",
@@ -311,9 +313,9 @@ class StreamDecoder:
             block_kind = block.get("type")
             self._blocks[block_index] = block_kind if type(block_kind) is str else ""
             if block_kind == "tool_use":
-                name = self.index.caller_name(text(block.get("name"), "content_block_start.content_block.name"))
-                call_id = text(block.get("id"), "content_block_start.content_block.id")
-                sink.tool_call_start(block_index, call_id, name)
+                tool_name = self.index.caller_name(name(block.get("name"), "content_block_start.content_block.name"))
+                call_id = text(block.get("id"), "content_block_start.content_block.id") or f"toolu_{block_index}"
+                sink.tool_call_start(block_index, call_id, tool_name)
         elif kind == "content_block_stop":
             if type(event.get("index")) is int:
                 self._blocks.pop(event["index"], None)

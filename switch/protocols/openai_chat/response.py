@@ -6,7 +6,7 @@ from typing import Any
 
 from switch.protocols.ir import Part, ReasoningPart, Response, StopReason, TextPart, ToolCallPart, Usage
 from switch.protocols.tools import ToolIndex
-from switch.protocols.wire import UpstreamFormatError, array, count, label, obj, optional_text, text
+from switch.protocols.wire import UpstreamFormatError, array, count, label, name, obj, optional_text, text
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -99,7 +99,7 @@ def _response_to_ir(body: dict[str, Any], index: ToolIndex, usage: Usage) -> Res
         parts.append(
             ToolCallPart(
                 optional_text(call.get("id"), where + ".id") or f"call_{position}",
-                index.caller_name(text(function.get("name"), where + ".function.name")),
+                index.caller_name(name(function.get("name"), where + ".function.name")),
                 text(function.get("arguments"), where + ".function.arguments"),
             )
         )

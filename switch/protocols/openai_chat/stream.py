@@ -18,7 +18,17 @@ from switch.errors import UpstreamError
 from switch.protocols.ir import StreamSink
 from switch.protocols.openai_chat.response import stop_reason_to_ir, usage_to_ir
 from switch.protocols.tools import ToolIndex
-from switch.protocols.wire import UpstreamFormatError, array, array_index, label, malformed, obj, optional_text, text
+from switch.protocols.wire import (
+    UpstreamFormatError,
+    array,
+    array_index,
+    label,
+    malformed,
+    name,
+    obj,
+    optional_text,
+    text,
+)
 
 
 class StreamDecoder:
@@ -104,9 +114,9 @@ class StreamDecoder:
             function = obj(call.get("function"), where + ".function")
             arguments = text(function.get("arguments"), where + ".function.arguments")
             if index not in self._started:
-                name = text(function.get("name"), where + ".function.name")
+                tool_name = name(function.get("name"), where + ".function.name")
                 call_id = optional_text(call.get("id"), where + ".id") or f"call_{index}"
                 self._started.add(index)
-                sink.tool_call_start(index, call_id, self.index.caller_name(name))
+                sink.tool_call_start(index, call_id, self.index.caller_name(tool_name))
             if arguments:
                 sink.tool_call_delta(index, arguments)

@@ -18,7 +18,7 @@ from switch.protocols.ir import (
     Usage,
 )
 from switch.protocols.tools import ToolIndex, flat_name
-from switch.protocols.wire import UpstreamFormatError, array, count, label, obj, optional_text, text
+from switch.protocols.wire import UpstreamFormatError, array, count, label, name, obj, optional_text, text
 
 
 def usage_to_wire(usage: Usage) -> dict[str, Any]:
@@ -193,12 +193,12 @@ def _output_part(item: Any, where: str, index: ToolIndex) -> Part | None:
         return TextPart(message) if message else None
     if kind in ("function_call", "custom_tool_call"):
         namespace = optional_text(item.get("namespace"), where + ".namespace")
-        name = flat_name(namespace, text(item.get("name"), where + ".name"))
+        tool_name = flat_name(namespace, name(item.get("name"), where + ".name"))
         custom = kind == "custom_tool_call"
-        call_id = optional_text(item.get("call_id"), where + ".call_id") or label(item.get("id")) or ""
+        call_id = optional_text(item.get("call_id"), where + ".call_id") or label(item.get("id")) or "call_0"
         return ToolCallPart(
             call_id,
-            index.caller_name(name),
+            index.caller_name(tool_name),
             text(item.get("input" if custom else "arguments"), where + (".input" if custom else ".arguments")),
             "custom" if custom else "function",
             namespace,

@@ -30,7 +30,7 @@ from switch.protocols.openai_responses.response import (
     usage_to_ir,
 )
 from switch.protocols.tools import ToolIndex, flat_name
-from switch.protocols.wire import UpstreamFormatError, array_index, label, obj, optional_text, text
+from switch.protocols.wire import UpstreamFormatError, array_index, label, name, obj, optional_text, text
 
 _dumps = orjson.dumps
 
@@ -342,11 +342,11 @@ class StreamDecoder:
                 where = "response.output_item.added.item"
                 output_index = array_index(event.get("output_index"), "response.output_item.added.output_index")
                 namespace = optional_text(item.get("namespace"), where + ".namespace")
-                name = flat_name(namespace, text(item.get("name"), where + ".name"))
-                call_id = text(item.get("call_id"), where + ".call_id")
+                tool_name = flat_name(namespace, name(item.get("name"), where + ".name"))
+                call_id = text(item.get("call_id"), where + ".call_id") or f"call_{output_index}"
                 self._calls[output_index] = False
                 self._has_calls = True
-                sink.tool_call_start(output_index, call_id, self.index.caller_name(name))
+                sink.tool_call_start(output_index, call_id, self.index.caller_name(tool_name))
         elif kind in ("response.function_call_arguments.done", "response.custom_tool_call_input.done"):
             output_index = array_index(event.get("output_index"), f"{kind}.output_index")
             if not self._calls.get(output_index, True):
