@@ -222,13 +222,38 @@ def test_pass_through_relays_odd_usage_untouched_and_records_the_call(native_pro
     assert native_proxy.sink.wait(2)[1].outcome == "completed"
 
 
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.sampled_from([-1, 2**63, 2**64 - 1, 1.5, "x", "stop"])
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=5)
+)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=5),
+    scalars,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=8,
 )
-USAGE_KEYS = ["usage", "choices", "message", "delta", "response", "finish_reason", "stop_reason", "status"]
-payloads = st.dictionaries(st.sampled_from(USAGE_KEYS) | st.text(max_size=4), json_values, max_size=4)
+# Usage objects and the containers around them, shaped like the real thing but with any values, so
+# the sniffer's parsing paths are reached with odd types (free-form JSON would rarely get there).
+COUNT_KEYS = ["input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "cache_read_input_tokens"]
+usages = st.dictionaries(st.sampled_from(COUNT_KEYS), scalars, max_size=3) | json_values
+stops = st.fixed_dictionaries({}, optional={"stop_reason": json_values, "finish_reason": json_values})
+choices = st.lists(stops | json_values, max_size=2) | json_values
+payloads = st.fixed_dictionaries(
+    {},
+    optional={
+        "usage": usages,
+        "choices": choices,
+        "message": st.fixed_dictionaries({}, optional={"usage": usages}) | json_values,
+        "delta": stops | json_values,
+        "response": st.fixed_dictionaries({}, optional={"usage": usages, "status": json_values}) | json_values,
+        "stop_reason": json_values,
+        "status": json_values,
+        "type": st.sampled_from(["response.completed", "message_delta"]),
+    },
+)
 EVENT_NAMES = [None, "message_start", "message_delta", "message_stop", "response.completed"]
 
 
