@@ -276,3 +276,18 @@ def test_usage_sniffer_takes_only_well_typed_values_from_any_json(
         for tokens in (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens):
             assert type(tokens) is int and 0 <= tokens <= MAX_COUNT
         assert sniffer.stop_reason is None or isinstance(sniffer.stop_reason, str)
+
+
+def test_cut_off_stream_for_a_non_streamed_call_is_a_502_not_a_partial_answer(kimi_proxy: Proxy) -> None:
+    assert kimi_proxy.upstream is not None
+    chunks = chat_chunks(Turn(text="half of an answer"), "kimi", itertools.count())
+    chunks[1]["usage"] = EARLY_USAGE
+    cut = [b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in chunks[:4]]  # no finish, no [DONE]
+    kimi_proxy.upstream.script(Reply(200, cut))
+    body = {"model": "gpt-chat", "messages": [{"role": "user", "content": "x"}]}
+    response = httpx.post(kimi_proxy.url + "/v1/chat/completions", json=body, timeout=20)
+    assert response.status_code == 502
+    assert "ended before the response was complete" in response.json()["error"]["message"]
+    (record,) = kimi_proxy.sink.wait(1)
+    assert record.outcome == "incomplete_stream" and record.usage_reported
+    assert (record.input_tokens, record.cache_read_tokens, record.output_tokens) == (500, 200, 9)
