@@ -10,12 +10,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from switch.config import load_settings
 from switch.ledger.record import CallRecord
 from switch.proxy.app import create_app
 from tests.fake_upstream import FakeChatUpstream
 from tests.servers import serve
+
+# Property tests: `ci` (the default) keeps the suite quick; `HYPOTHESIS_PROFILE=slow` runs 10x the
+# examples. No deadline: a loaded 2-core CI machine must not turn slowness into failures.
+settings.register_profile(
+    "ci", max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "slow", max_examples=1000, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 KEY_VARS = (
     "BASETEN_API_KEY",

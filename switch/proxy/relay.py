@@ -21,13 +21,13 @@ from switch.config import Settings
 from switch.errors import ClientRequestError, KeyMissingError, RoutingError, UpstreamError
 from switch.ledger.record import CallRecord, Outcome, RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
-from switch.protocols.anthropic_messages.stream import StreamFormatError
 from switch.protocols.collect import ResponseCollector, replay
 from switch.protocols.ir import Message, Reasoning, ReasoningPart, Request, Response, StreamSink, ToolCallPart, Usage
 from switch.protocols.openai_chat import errors as openai_errors
 from switch.protocols.openai_responses.response import response_to_ir as responses_response_to_ir
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
+from switch.protocols.wire import MAX_COUNT, UpstreamFormatError, label
 from switch.proxy.adapters import (
     ANTHROPIC_INBOUND,
     CHAT_INBOUND,
@@ -167,6 +167,25 @@ def _classify(headers: dict[str, str], body: Any) -> CallInfo:
         # Attribution is best effort: a classifier bug must not cost the caller its answer.
         log.exception("could not classify a call; serving it as an orchestrator call")
         return CallInfo("other", "orchestrator", None, None, None)
+
+
+def _upstream_object(raw: bytes) -> dict[str, Any]:
+    """A complete upstream body, which must be a JSON object."""
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamFormatError("upstream returned malformed JSON") from exc
+    if type(parsed) is not dict:
+        raise UpstreamFormatError("upstream returned a non-object body")
+    return parsed
+
+
+def _unreadable(upstream: UpstreamApi) -> str:
+    """Log an unforeseen decoding failure (the current exception) and say what the client is told."""
+    # Decoders check what they read; reaching here means an upstream shape no check foresaw. The
+    # call still ends like any protocol breakage, and the traceback is kept for a fix.
+    log.warning("could not read an %s upstream response", upstream.name, exc_info=True)
+    return f"upstream sent an {upstream.name} response switch could not read"
 
 
 def _parse_json(raw: bytes) -> Any:
@@ -484,21 +503,24 @@ class Relay:
             if is_sse:
                 result = self._collect(upstream, raw, index)
             else:
-                parsed = orjson.loads(raw)
-                if not isinstance(parsed, dict):
-                    raise UpstreamError("upstream returned a non-object body", kind="protocol")
-                result = upstream.response_to_ir(parsed, index)
+                result = upstream.response_to_ir(_upstream_object(raw), index)
             if upstream.function_only:
                 result = unwrap_response(result, index)
         # No exception outlives its handler: one kept in a local would tie this frame into a cycle.
         except UpstreamError as exc:
             failure: tuple[int, Outcome, str] | None = (*_failure_status(exc), _scrub(exc.message, key))
-        except orjson.JSONDecodeError:
-            failure = (502, "incomplete_stream", "upstream returned malformed JSON")
+            if isinstance(exc, UpstreamFormatError) and exc.usage is not None:
+                meter.usage = exc.usage
+                meter.usage_reported = True
+        except Exception:
+            failure = (502, "incomplete_stream", _unreadable(upstream))
         else:
             failure = None
         if failure is not None:
             status, outcome, message = failure
+            if not meter.usage_reported:
+                # The upstream answered 200, so the prompt was paid for: estimate it like a broken stream.
+                meter.usage = Usage(input_tokens=max(1, len(exchange.body) // 4))
             await self._error(exchange, inbound, status, message, request_id)
             self._finish(meter, outcome, message)
             return
@@ -518,8 +540,16 @@ class Relay:
         collector = ResponseCollector()
         decoder = upstream.new_decoder(collector, index)
         sse = SseDecoder()
-        for event in [*sse.feed(raw), *sse.flush()]:
-            decoder.feed(event.data)
+        try:
+            for event in [*sse.feed(raw), *sse.flush()]:
+                decoder.feed(event.data)
+        except UpstreamFormatError as exc:
+            if collector.usage_seen:
+                exc.usage = collector.final_usage
+            raise
+        if not (decoder.done or decoder.finished):
+            usage = collector.final_usage if collector.usage_seen else None
+            raise UpstreamFormatError("upstream stream ended before the response was complete", usage)
         return collector.response(decoder.upstream_id or "", decoder.upstream_model or "")
 
     async def _stream(
@@ -570,10 +600,7 @@ class Relay:
                 for event in sse.flush():
                     feed(event.data)
             else:
-                parsed = orjson.loads(await response.read())
-                if not isinstance(parsed, dict):
-                    raise UpstreamError("upstream returned a non-object body", kind="protocol")
-                whole = upstream.response_to_ir(parsed, index)
+                whole = upstream.response_to_ir(_upstream_object(await response.read()), index)
                 replay(unwrap_response(whole, index) if upstream.function_only else whole, encoder)
                 decoder.finished = True
             if decoder.done or decoder.finished:
@@ -587,14 +614,14 @@ class Relay:
                 raise
             task.uncancel()
             outcome = "client_cancelled"
-        except (UpstreamError, StreamFormatError, orjson.JSONDecodeError) as exc:
-            if isinstance(exc, UpstreamError):
-                status, outcome = _failure_status(exc)
-                meter.error = exc.message
-            else:
-                status, outcome = 502, "incomplete_stream"
-                meter.error = str(exc) if isinstance(exc, StreamFormatError) else "upstream sent malformed JSON"
+        except UpstreamError as exc:
+            status, outcome = _failure_status(exc)
+            meter.error = exc.message
             encoder.fail(status, meter.error)
+        except Exception:
+            outcome = "incomplete_stream"
+            meter.error = _unreadable(upstream)
+            encoder.fail(502, meter.error)
         finally:
             stop_guard()
         if meter.first_token_at is None and encoder.content_started:
@@ -839,7 +866,11 @@ class UsageSniffer:
         return b""
 
     def _inspect(self, name: str | None, data: bytes) -> bool:
-        """Track one event; True when it is a usage-only chat chunk to strip."""
+        """Track one event; True when it is a usage-only chat chunk to strip.
+
+        The bytes reach the client untouched whatever they hold, so odd values here are skipped,
+        never raised: only well-typed usage and stop reasons are taken.
+        """
         api = self.inbound.name
         if api == "anthropic":
             if name == "message_stop":
@@ -848,11 +879,14 @@ class UsageSniffer:
                 payload = _loads(data)
                 if payload is not None:
                     if name == "message_start":
-                        usage = (payload.get("message") or {}).get("usage")
+                        message = payload.get("message")
+                        usage = message.get("usage") if type(message) is dict else None
                     else:
                         usage = payload.get("usage")
-                        self.stop_reason = (payload.get("delta") or {}).get("stop_reason")
-                    if isinstance(usage, dict):
+                        delta = payload.get("delta")
+                        if type(delta) is dict:
+                            self.stop_reason = label(delta.get("stop_reason"))
+                    if type(usage) is dict:
                         self._merge_anthropic(usage)
             return False
         if api == "openai-chat":
@@ -862,23 +896,28 @@ class UsageSniffer:
             if b'"finish_reason":"' in data or b'"usage":{' in data:
                 payload = _loads(data)
                 if payload is not None:
-                    for choice in payload.get("choices") or []:
-                        if choice.get("finish_reason"):
-                            self.stop_reason = choice["finish_reason"]
-                    if isinstance(payload.get("usage"), dict):
-                        self.usage = self.inbound.usage_to_ir(payload["usage"])
+                    choices = payload.get("choices")
+                    if type(choices) is list:
+                        for choice in choices:
+                            if type(choice) is dict and choice.get("finish_reason"):
+                                self.stop_reason = label(choice["finish_reason"])
+                    usage = payload.get("usage")
+                    if type(usage) is dict:
+                        self.usage = self.inbound.usage_to_ir(usage)
                         self.usage_seen = True
-                        return self.strip_usage and not payload.get("choices")
+                        return self.strip_usage and not choices
             return False
         if b'"response.completed"' in data or b'"response.incomplete"' in data or b'"response.failed"' in data:
             payload = _loads(data)
             if payload is not None:
                 self.ended = True
-                response = payload.get("response") or {}
-                self.stop_reason = response.get("status")
-                if isinstance(response.get("usage"), dict):
-                    self.usage = self.inbound.usage_to_ir(response["usage"])
-                    self.usage_seen = True
+                response = payload.get("response")
+                if type(response) is dict:
+                    self.stop_reason = label(response.get("status"))
+                    usage = response.get("usage")
+                    if type(usage) is dict:
+                        self.usage = self.inbound.usage_to_ir(usage)
+                        self.usage_seen = True
         return False
 
     def close(self) -> None:
@@ -889,28 +928,30 @@ class UsageSniffer:
         if payload is None:
             return
         usage = payload.get("usage")
-        if isinstance(usage, dict):
+        if type(usage) is dict:
             if self.inbound.name == "anthropic":
                 self._merge_anthropic(usage)
             else:
                 self.usage = self.inbound.usage_to_ir(usage)
                 self.usage_seen = True
-        self.stop_reason = payload.get("stop_reason") or payload.get("status")
+        self.stop_reason = label(payload.get("stop_reason")) or label(payload.get("status"))
         if self.stop_reason is None:
-            choices = payload.get("choices") or [{}]
-            self.stop_reason = choices[0].get("finish_reason") if isinstance(choices[0], dict) else None
+            choices = payload.get("choices")
+            if type(choices) is list and choices and type(choices[0]) is dict:
+                self.stop_reason = label(choices[0].get("finish_reason"))
 
     def _merge_anthropic(self, usage: dict[str, Any]) -> None:
         self.usage_seen = True
         current = self.usage
         for wire, attribute in (
             ("input_tokens", "input_tokens"),
-            ("output_tokens", "output_tokens"),
             ("cache_read_input_tokens", "cache_read_tokens"),
             ("cache_creation_input_tokens", "cache_write_tokens"),
+            ("output_tokens", "output_tokens"),
         ):
             value = usage.get(wire)
-            if isinstance(value, int) and (value or wire == "output_tokens"):
+            # Later events repeat only some counts; a zero input count means "not repeated".
+            if type(value) is int and 0 <= value <= MAX_COUNT and (value or wire == "output_tokens"):
                 setattr(current, attribute, value)
 
 

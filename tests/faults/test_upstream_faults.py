@@ -127,7 +127,7 @@ def assert_stream_well_formed(api: str, text: str, completed: bool) -> None:
         assert text.startswith("event: message_start")
         assert ("event: message_stop" in text) == completed and (("event: error" in text) != completed)
     elif api == "openai-chat":
-        assert text.rstrip().endswith("data: [DONE]") == completed
+        assert text.rstrip().endswith("data: [DONE]")  # the stream is terminated either way
         assert ('data: {"error"' in text) != completed
     else:
         assert '"type":"response.created"' in text

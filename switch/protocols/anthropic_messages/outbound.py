@@ -28,6 +28,18 @@ from switch.protocols.ir import (
     Usage,
 )
 from switch.protocols.tools import ToolIndex
+from switch.protocols.wire import (
+    UpstreamFormatError,
+    array,
+    array_index,
+    count,
+    label,
+    malformed,
+    name,
+    obj,
+    optional_text,
+    text,
+)
 
 _STOPS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -185,48 +197,74 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
 
 def usage_to_ir(usage: dict[str, Any]) -> Usage:
     """Anthropic usage → IR (already in disjoint buckets)."""
-
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     return Usage(
-        input_tokens=count("input_tokens"),
-        cache_read_tokens=count("cache_read_input_tokens"),
-        cache_write_tokens=count("cache_creation_input_tokens"),
-        output_tokens=count("output_tokens"),
+        input_tokens=count(usage.get("input_tokens")),
+        cache_read_tokens=count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=count(usage.get("cache_creation_input_tokens")),
+        output_tokens=count(usage.get("output_tokens")),
     )
 
 
 def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
-    """A complete Anthropic message → IR."""
+    """A complete Anthropic message → IR; raises `UpstreamFormatError` on a malformed body."""
+    raw_usage = body.get("usage")
+    usage = usage_to_ir(raw_usage) if type(raw_usage) is dict else Usage()
+    try:
+        return _response_to_ir(body, index, usage)
+    except UpstreamFormatError as exc:
+        if type(raw_usage) is dict:
+            exc.usage = usage
+        raise
+
+
+def _response_to_ir(body: dict[str, Any], index: ToolIndex, usage: Usage) -> Response:
     parts: list[Part] = []
-    for block in body.get("content") or []:
-        kind = block.get("type") if isinstance(block, dict) else None
+    for position, raw_block in enumerate(array(body.get("content"), "content")):
+        where = f"content[{position}]"
+        block = obj(raw_block, where)
+        kind = block.get("type")
         if kind == "text":
-            parts.append(TextPart(str(block.get("text") or "")))
+            parts.append(TextPart(text(block.get("text"), where + ".text")))
         elif kind == "thinking":
-            parts.append(ReasoningPart(str(block.get("thinking") or ""), block.get("signature")))
-        elif kind == "redacted_thinking":
-            parts.append(ReasoningPart("", redacted_data=str(block.get("data") or "")))
-        elif kind == "tool_use":
-            name = index.caller_name(str(block.get("name") or ""))
             parts.append(
-                ToolCallPart(str(block.get("id") or ""), name, orjson.dumps(block.get("input") or {}).decode())
+                ReasoningPart(
+                    text(block.get("thinking"), where + ".thinking"),
+                    optional_text(block.get("signature"), where + ".signature"),
+                )
             )
-    usage = body.get("usage")
+        elif kind == "redacted_thinking":
+            parts.append(ReasoningPart("", redacted_data=text(block.get("data"), where + ".data")))
+        elif kind == "tool_use":
+            tool_name = index.caller_name(name(block.get("name"), where + ".name"))
+            arguments = orjson.dumps(obj(block.get("input"), where + ".input")).decode()
+            call_id = text(block.get("id"), where + ".id") or f"toolu_{position}"
+            parts.append(ToolCallPart(call_id, tool_name, arguments))
     return Response(
-        str(body.get("id") or ""),
-        str(body.get("model") or ""),
+        label(body.get("id")) or "",
+        label(body.get("model")) or "",
         tuple(parts),
-        _STOPS.get(str(body.get("stop_reason")), "end_turn"),
-        usage_to_ir(usage) if isinstance(usage, dict) else Usage(),
-        body.get("stop_sequence"),
+        _STOPS.get(optional_text(body.get("stop_reason"), "stop_reason") or "end_turn", "end_turn"),
+        usage,
+        optional_text(body.get("stop_sequence"), "stop_sequence"),
     )
 
 
+# Which deltas belong in which kind of content block.
+_DELTA_BLOCKS = {
+    "text_delta": "text",
+    "citations_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "tool_use",
+}
+
+
 class StreamDecoder:
-    """Feeds an Anthropic upstream's SSE events into a `StreamSink`."""
+    """Feeds an Anthropic upstream's SSE events into a `StreamSink`.
+
+    Block starts are remembered by index so a delta for a block never started, or of the wrong
+    kind for its block, is caught as the format error it is.
+    """
 
     def __init__(self, sink: StreamSink, index: ToolIndex) -> None:
         self.sink = sink
@@ -236,39 +274,64 @@ class StreamDecoder:
         self.upstream_id: str | None = None
         self.upstream_model: str | None = None
         self._usage = Usage()
+        self._blocks: dict[int, str] = {}
 
     def feed(self, data: bytes) -> None:
         """Decode one `data:` payload."""
         try:
             event = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise UpstreamError("upstream sent a malformed stream event", kind="protocol") from exc
-        kind = event.get("type") if isinstance(event, dict) else None
+            raise UpstreamFormatError("upstream sent a malformed stream event") from exc
+        if type(event) is not dict:
+            raise UpstreamFormatError("upstream sent a stream event that is not an object")
+        kind = event.get("type")
         sink = self.sink
         if kind == "content_block_delta":
-            delta = event.get("delta") or {}
+            block_index = event.get("index")
+            delta = event.get("delta")
+            if type(delta) is not dict:
+                raise malformed("content_block_delta.delta", "an object")
+            if type(block_index) is not int:
+                raise malformed("content_block_delta.index", "an integer")
             delta_kind = delta.get("type")
+            block_kind = self._blocks.get(block_index)
+            expected = _DELTA_BLOCKS.get(delta_kind) if type(delta_kind) is str else None
+            if block_kind is None or (expected is not None and expected != block_kind):
+                raise UpstreamFormatError(
+                    f"upstream sent a {str(delta_kind)[:40]} for content block {block_index}, "
+                    "which is not an open block of that kind"
+                )
             if delta_kind == "text_delta":
-                sink.text_delta(str(delta.get("text") or ""))
+                sink.text_delta(text(delta.get("text"), "text_delta.text"))
             elif delta_kind == "thinking_delta":
-                sink.reasoning_delta(str(delta.get("thinking") or ""))
+                sink.reasoning_delta(text(delta.get("thinking"), "thinking_delta.thinking"))
             elif delta_kind == "input_json_delta":
-                sink.tool_call_delta(int(event.get("index") or 0), str(delta.get("partial_json") or ""))
+                sink.tool_call_delta(block_index, text(delta.get("partial_json"), "input_json_delta.partial_json"))
         elif kind == "content_block_start":
-            block = event.get("content_block") or {}
-            if block.get("type") == "tool_use":
-                name = self.index.caller_name(str(block.get("name") or ""))
-                sink.tool_call_start(int(event.get("index") or 0), str(block.get("id") or ""), name)
+            block_index = array_index(event.get("index"), "content_block_start.index")
+            block = obj(event.get("content_block"), "content_block_start.content_block")
+            block_kind = block.get("type")
+            self._blocks[block_index] = block_kind if type(block_kind) is str else ""
+            if block_kind == "tool_use":
+                tool_name = self.index.caller_name(name(block.get("name"), "content_block_start.content_block.name"))
+                call_id = text(block.get("id"), "content_block_start.content_block.id") or f"toolu_{block_index}"
+                sink.tool_call_start(block_index, call_id, tool_name)
+        elif kind == "content_block_stop":
+            if type(event.get("index")) is int:
+                self._blocks.pop(event["index"], None)
         elif kind == "message_start":
-            message = event.get("message") or {}
-            self.upstream_id = message.get("id")
-            self.upstream_model = message.get("model")
+            message = obj(event.get("message"), "message_start.message")
+            self.upstream_id = label(message.get("id"))
+            self.upstream_model = label(message.get("model"))
             usage = message.get("usage")
-            if isinstance(usage, dict):
+            if type(usage) is dict:
                 self._usage = usage_to_ir(usage)
         elif kind == "message_delta":
+            delta = obj(event.get("delta"), "message_delta.delta")
+            stop_reason = optional_text(delta.get("stop_reason"), "message_delta.delta.stop_reason")
+            stop_sequence = optional_text(delta.get("stop_sequence"), "message_delta.delta.stop_sequence")
             usage = event.get("usage")
-            if isinstance(usage, dict):
+            if type(usage) is dict:
                 update = usage_to_ir(usage)
                 merged = Usage(
                     update.input_tokens or self._usage.input_tokens,
@@ -278,11 +341,11 @@ class StreamDecoder:
                 )
                 self._usage = merged
                 sink.usage(merged)
-            delta = event.get("delta") or {}
-            sink.finish(_STOPS.get(str(delta.get("stop_reason")), "end_turn"), delta.get("stop_sequence"))
+            sink.finish(_STOPS.get(stop_reason or "end_turn", "end_turn"), stop_sequence)
             self.finished = True
         elif kind == "message_stop":
             self.done = True
         elif kind == "error":
-            error = event.get("error") or {}
-            raise UpstreamError(str(error.get("message") or "upstream reported an error"), kind="in_band")
+            reported = event.get("error")
+            said = reported.get("message") if type(reported) is dict else None
+            raise UpstreamError(str(said or "upstream reported an error"), kind="in_band")

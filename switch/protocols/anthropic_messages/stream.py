@@ -21,6 +21,7 @@ from switch.protocols.anthropic_messages.errors import error_event
 from switch.protocols.anthropic_messages.response import usage_to_wire
 from switch.protocols.carry import client_tool_id, encode_reasoning
 from switch.protocols.ir import StopReason, Usage
+from switch.protocols.wire import UpstreamFormatError
 
 _dumps = orjson.dumps
 
@@ -55,7 +56,17 @@ _SKELETON = {
 }
 
 
-class StreamFormatError(Exception):
+def _is_tool_input(arguments: str) -> bool:
+    """Whether streamed tool arguments make a `tool_use` input (an object; nothing reads as `{}`)."""
+    if not arguments.strip():
+        return True
+    try:
+        return type(orjson.loads(arguments)) is dict
+    except orjson.JSONDecodeError:
+        return False
+
+
+class StreamFormatError(UpstreamFormatError):
     """The upstream stream cannot be expressed in Anthropic's grammar."""
 
 
@@ -76,6 +87,7 @@ class StreamEncoder:
         self.reasoning_chunks: list[str] = []
         self._index = -1
         self._block_reasoning: list[str] = []
+        self._tool_json: list[str] = []
         self._tool_index_to_block: dict[int, int] = {}
         self._open_tool: int | None = None
         self._delta_prefix = b""
@@ -148,6 +160,8 @@ class StreamEncoder:
     def fail(self, status: int, message: str) -> None:
         """Report an upstream failure in-band; the stream ends after it."""
         self.start()
+        if self.state is BlockState.TOOL and not _is_tool_input("".join(self._tool_json)):
+            self.state = BlockState.NONE  # stopping it would hand the client arguments it cannot parse
         self._close()
         self.out.append(error_event(status, message))
         self.state = BlockState.DONE
@@ -194,6 +208,7 @@ class StreamEncoder:
         if index != self._open_tool or self.state is not BlockState.TOOL:
             raise StreamFormatError(f"upstream interleaved arguments for tool call {index} after it ended")
         self.emitted_chars += len(fragment)
+        self._tool_json.append(fragment)
         self.out.append(self._delta_prefix + _dumps(fragment) + b"}}\n\n")
 
     def usage(self, usage: Usage) -> None:
@@ -241,6 +256,11 @@ class StreamEncoder:
                 _DELTA_HEAD + index + b',"delta":{"type":"signature_delta","signature":' + _dumps(signature) + b"}}\n\n"
             )
         elif state is BlockState.TOOL:
+            arguments = "".join(self._tool_json)
+            if not _is_tool_input(arguments):
+                # Clients parse the joined fragments at the block's stop; they must make an object.
+                raise StreamFormatError("upstream sent tool-call arguments that are not a JSON object")
+            self._tool_json = []
             self._open_tool = None
         self.out.append(b'event: content_block_stop\ndata: {"type":"content_block_stop","index":' + index + b"}\n\n")
         self.state = BlockState.NONE

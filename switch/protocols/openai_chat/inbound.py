@@ -373,13 +373,14 @@ class StreamEncoder:
         self._done = True
 
     def fail(self, status: int, message: str) -> None:
-        """An error object in the stream (what OpenAI sends on a mid-stream failure)."""
+        """An error object in the stream (what OpenAI sends on a mid-stream failure), then `[DONE]`."""
         if self._done:
             return
         kind = "rate_limit_error" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
         self.out.append(
             b"data: " + _dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}) + b"\n\n"
         )
+        self.out.append(b"data: [DONE]\n\n")
         self._done = True
 
     def take(self) -> bytes:

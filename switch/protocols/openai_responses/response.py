@@ -18,6 +18,7 @@ from switch.protocols.ir import (
     Usage,
 )
 from switch.protocols.tools import ToolIndex, flat_name
+from switch.protocols.wire import UpstreamFormatError, array, count, label, name, obj, optional_text, text
 
 
 def usage_to_wire(usage: Usage) -> dict[str, Any]:
@@ -32,22 +33,18 @@ def usage_to_wire(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_to_ir(usage: dict[str, Any]) -> Usage:
     """Responses usage → IR (cached tokens split out of `input_tokens`)."""
-    details = usage.get("input_tokens_details") or {}
-    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    written = _int(details.get("cache_write_tokens")) if isinstance(details, dict) else 0
-    out_details = usage.get("output_tokens_details") or {}
+    details = usage.get("input_tokens_details")
+    cached = count(details.get("cached_tokens")) if type(details) is dict else 0
+    written = count(details.get("cache_write_tokens")) if type(details) is dict else 0
+    out_details = usage.get("output_tokens_details")
     return Usage(
-        input_tokens=max(_int(usage.get("input_tokens")) - cached - written, 0),
+        input_tokens=max(count(usage.get("input_tokens")) - cached - written, 0),
         cache_read_tokens=cached,
         cache_write_tokens=written,
-        output_tokens=_int(usage.get("output_tokens")),
-        reasoning_tokens=_int(out_details.get("reasoning_tokens")) if isinstance(out_details, dict) else 0,
+        output_tokens=count(usage.get("output_tokens")),
+        reasoning_tokens=count(out_details.get("reasoning_tokens")) if type(out_details) is dict else 0,
     )
 
 
@@ -163,49 +160,63 @@ def response_from_ir(
 
 
 def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
-    """A complete Responses object → IR."""
+    """A complete Responses object → IR; raises `UpstreamFormatError` on a malformed body."""
+    raw_usage = body.get("usage")
+    usage = usage_to_ir(raw_usage) if type(raw_usage) is dict else Usage()
+    try:
+        return _response_to_ir(body, index, usage)
+    except UpstreamFormatError as exc:
+        if type(raw_usage) is dict:
+            exc.usage = usage
+        raise
+
+
+def _texts(items: Any, where: str, kind: str | None = None) -> str:
+    """The joined `text` of the parts in `items` (only those of type `kind`, when given)."""
+    chunks = []
+    for position, raw in enumerate(array(items, where)):
+        part = obj(raw, f"{where}[{position}]")
+        if kind is None or part.get("type") == kind:
+            chunks.append(text(part.get("text"), f"{where}[{position}].text"))
+    return "".join(chunks)
+
+
+def _output_part(item: Any, where: str, index: ToolIndex) -> Part | None:
+    # One output item → an IR part (None for items that carry nothing switch relays).
+    item = obj(item, where)
+    kind = item.get("type")
+    if kind == "reasoning":
+        reasoning = _texts(item.get("content"), where + ".content") or _texts(item.get("summary"), where + ".summary")
+        return ReasoningPart(reasoning, optional_text(item.get("encrypted_content"), where + ".encrypted_content"))
+    if kind == "message":
+        message = _texts(item.get("content"), where + ".content", "output_text")
+        return TextPart(message) if message else None
+    if kind in ("function_call", "custom_tool_call"):
+        namespace = optional_text(item.get("namespace"), where + ".namespace")
+        tool_name = flat_name(namespace, name(item.get("name"), where + ".name"))
+        custom = kind == "custom_tool_call"
+        call_id = optional_text(item.get("call_id"), where + ".call_id") or label(item.get("id")) or "call_0"
+        return ToolCallPart(
+            call_id,
+            index.caller_name(tool_name),
+            text(item.get("input" if custom else "arguments"), where + (".input" if custom else ".arguments")),
+            "custom" if custom else "function",
+            namespace,
+        )
+    return None
+
+
+def _response_to_ir(body: dict[str, Any], index: ToolIndex, usage: Usage) -> Response:
     parts: list[Part] = []
     has_calls = False
-    for item in body.get("output") or []:
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        if kind == "reasoning":
-            chunks = [c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)]
-            chunks = chunks or [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
-            parts.append(ReasoningPart("".join(chunks), item.get("encrypted_content")))
-        elif kind == "message":
-            text = "".join(
-                str(c.get("text", ""))
-                for c in item.get("content") or []
-                if isinstance(c, dict) and c.get("type") == "output_text"
-            )
-            if text:
-                parts.append(TextPart(text))
-        elif kind in ("function_call", "custom_tool_call"):
-            has_calls = True
-            namespace = item.get("namespace")
-            name = flat_name(namespace if isinstance(namespace, str) else None, str(item.get("name") or ""))
-            custom = kind == "custom_tool_call"
-            parts.append(
-                ToolCallPart(
-                    str(item.get("call_id") or item.get("id") or ""),
-                    index.caller_name(name),
-                    str(item.get("input" if custom else "arguments") or ""),
-                    "custom" if custom else "function",
-                    namespace if isinstance(namespace, str) else None,
-                )
-            )
+    for position, item in enumerate(array(body.get("output"), "output")):
+        part = _output_part(item, f"output[{position}]", index)
+        if part is not None:
+            parts.append(part)
+            has_calls = has_calls or isinstance(part, ToolCallPart)
     status = body.get("status")
-    details = body.get("incomplete_details") or {}
+    details = body.get("incomplete_details")
     stop: StopReason = "tool_use" if has_calls else "end_turn"
     if status == "incomplete":
-        stop = "refusal" if isinstance(details, dict) and details.get("reason") == "content_filter" else "max_tokens"
-    usage = body.get("usage")
-    return Response(
-        str(body.get("id") or ""),
-        str(body.get("model") or ""),
-        tuple(parts),
-        stop,
-        usage_to_ir(usage) if isinstance(usage, dict) else Usage(),
-    )
+        stop = "refusal" if type(details) is dict and details.get("reason") == "content_filter" else "max_tokens"
+    return Response(label(body.get("id")) or "", label(body.get("model")) or "", tuple(parts), stop, usage)

@@ -30,6 +30,7 @@ from switch.protocols.openai_responses.response import (
     usage_to_ir,
 )
 from switch.protocols.tools import ToolIndex, flat_name
+from switch.protocols.wire import UpstreamFormatError, array_index, label, name, obj, optional_text, text
 
 _dumps = orjson.dumps
 
@@ -296,7 +297,11 @@ class StreamEncoder:
 
 
 class StreamDecoder:
-    """Feeds a Responses upstream's SSE events into a `StreamSink`."""
+    """Feeds a Responses upstream's SSE events into a `StreamSink`.
+
+    Argument deltas must belong to a call item already added; anything of the wrong type raises
+    `UpstreamFormatError`.
+    """
 
     def __init__(self, sink: StreamSink, index: ToolIndex) -> None:
         self.sink = sink
@@ -316,51 +321,61 @@ class StreamDecoder:
         try:
             event = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise UpstreamError("upstream sent a malformed stream event", kind="protocol") from exc
-        kind = event.get("type") if isinstance(event, dict) else None
+            raise UpstreamFormatError("upstream sent a malformed stream event") from exc
+        if type(event) is not dict:
+            raise UpstreamFormatError("upstream sent a stream event that is not an object")
+        kind = event.get("type")
         sink = self.sink
         if kind == "response.output_text.delta":
-            sink.text_delta(str(event.get("delta") or ""))
+            sink.text_delta(text(event.get("delta"), "response.output_text.delta.delta"))
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            sink.reasoning_delta(str(event.get("delta") or ""))
+            sink.reasoning_delta(text(event.get("delta"), f"{kind}.delta"))
         elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
-            output_index = int(event.get("output_index") or 0)
+            output_index = array_index(event.get("output_index"), f"{kind}.output_index")
+            if output_index not in self._calls:
+                raise UpstreamFormatError(f"upstream sent {kind} for output item {output_index}, which is not a call")
             self._calls[output_index] = True
-            sink.tool_call_delta(output_index, str(event.get("delta") or ""))
+            sink.tool_call_delta(output_index, text(event.get("delta"), f"{kind}.delta"))
         elif kind == "response.output_item.added":
-            item = event.get("item") or {}
+            item = obj(event.get("item"), "response.output_item.added.item")
             if item.get("type") in ("function_call", "custom_tool_call"):
-                output_index = int(event.get("output_index") or 0)
-                namespace = item.get("namespace")
-                name = flat_name(namespace if isinstance(namespace, str) else None, str(item.get("name") or ""))
+                where = "response.output_item.added.item"
+                output_index = array_index(event.get("output_index"), "response.output_item.added.output_index")
+                namespace = optional_text(item.get("namespace"), where + ".namespace")
+                tool_name = flat_name(namespace, name(item.get("name"), where + ".name"))
+                call_id = text(item.get("call_id"), where + ".call_id") or f"call_{output_index}"
                 self._calls[output_index] = False
                 self._has_calls = True
-                sink.tool_call_start(output_index, str(item.get("call_id") or ""), self.index.caller_name(name))
+                sink.tool_call_start(output_index, call_id, self.index.caller_name(tool_name))
         elif kind in ("response.function_call_arguments.done", "response.custom_tool_call_input.done"):
-            output_index = int(event.get("output_index") or 0)
+            output_index = array_index(event.get("output_index"), f"{kind}.output_index")
             if not self._calls.get(output_index, True):
                 # Some backends send arguments only in the final event.
-                full = event.get("arguments") if "arguments" in event else event.get("input")
-                sink.tool_call_delta(output_index, str(full or ""))
+                field = "arguments" if "arguments" in event else "input"
+                sink.tool_call_delta(output_index, text(event.get(field), f"{kind}.{field}"))
                 self._calls[output_index] = True
         elif kind == "response.created":
-            response = event.get("response") or {}
-            self.upstream_id = response.get("id")
-            self.upstream_model = response.get("model")
+            response = obj(event.get("response"), "response.created.response")
+            self.upstream_id = label(response.get("id"))
+            self.upstream_model = label(response.get("model"))
         elif kind in ("response.completed", "response.incomplete"):
-            response = event.get("response") or {}
+            response = obj(event.get("response"), f"{kind}.response")
             usage = response.get("usage")
-            if isinstance(usage, dict):
+            if type(usage) is dict:
                 sink.usage(usage_to_ir(usage))
             stop: StopReason = "tool_use" if self._has_calls else "end_turn"
             if kind == "response.incomplete":
-                details = response.get("incomplete_details") or {}
+                details = obj(response.get("incomplete_details"), "response.incomplete.response.incomplete_details")
                 stop = "refusal" if details.get("reason") == "content_filter" else "max_tokens"
             sink.finish(stop)
             self.finished = True
             self.done = True
         elif kind in ("response.failed", "error"):
-            response = event.get("response") or {}
-            error = response.get("error") or event.get("error") or event
-            message = error.get("message") if isinstance(error, dict) else None
+            failed = event.get("response")
+            reported = failed.get("error") if type(failed) is dict else None
+            if type(reported) is not dict:
+                reported = event.get("error")
+            if type(reported) is not dict:
+                reported = event
+            message = reported.get("message")
             raise UpstreamError(str(message or "upstream reported a failure"), kind="in_band")
