@@ -181,8 +181,7 @@ def create_app(
         ("POST", "/responses"): relay.responses_api,
     }
     app = HotRoutes(hot, starlette_app)
-    extra_hosts = frozenset({settings.server.host}) if settings.server.access_token else frozenset()
-    return Guard(app, extra_hosts, settings.server.access_token)
+    return Guard(app, settings.server.access_token)
 
 
 __all__ = ["create_app"]
