@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,6 +45,15 @@ def serve(app: Any, http: str = "auto") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 15.0, every: float = 0.01) -> None:
+    """Poll `condition` until it holds; fail with `what` after `timeout` seconds (generous: CI is loaded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
 
 
 def free_port() -> int:
