@@ -47,13 +47,13 @@ def serve(app: Any, http: str = "auto") -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def wait_until(condition: Callable[[], object], what: str, timeout: float = 15.0, every: float = 0.01) -> None:
-    """Poll `condition` until it holds; fail with `what` after `timeout` seconds (generous: CI is loaded)."""
+def wait_until(condition: Callable[[], object], timeout: float = 15.0, what: str = "the condition") -> None:
+    """Poll `condition` until it holds; fail naming `what` after `timeout` seconds (generous: CI is loaded)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(every)
+        time.sleep(0.01)
 
 
 def free_port() -> int:
@@ -73,21 +73,34 @@ def answers_health(port: int) -> bool:
         return False
 
 
-def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`switch serve --port PORT` as its own process (extra `env` on top of ours), once it answers."""
+@contextmanager
+def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[bytes]]:
+    """`switch serve --port PORT` as its own process (extra `env` on top of ours), once it answers.
+
+    The process is always ended and reaped on leaving, whatever the test did (it may have stopped
+    it already): SIGTERM, then SIGKILL if it does not exit in time.
+    """
     process = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(port)],
+        [sys.executable, "-m", "switch", "serve", "--port", str(port), *args],
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while not answers_health(port):
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError("switch serve did not start")
-        time.sleep(0.05)
-    return process
+    try:
+        wait_until(
+            lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer"
+        )
+        if process.poll() is not None:
+            raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def send_post(sock: socket.socket, path: str, body: bytes) -> None:

@@ -64,9 +64,9 @@ def test_client_hanging_up_on_a_non_streamed_call_cancels_the_upstream_call(
     port = int(proxy.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port)) as sock:
         send_post(sock, "/v1/messages", body)
-        wait_until(lambda: upstream.requests == 1, "the upstream to receive the call")
+        wait_until(lambda: upstream.requests == 1, what="the upstream to receive the call")
     # The client is gone: the proxy must hang up on the upstream too, not wait out its answer.
-    wait_until(lambda: upstream.hang_ups == 1, "the proxy to hang up on the upstream")
+    wait_until(lambda: upstream.hang_ups == 1, what="the proxy to hang up on the upstream")
     record = proxy.sink.wait(1)[0]
     assert record.outcome == "client_cancelled"
     assert not record.streamed and record.provider == ("baseten" if path == "translated" else "anthropic")
