@@ -111,6 +111,11 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
         context.__exit__(None, None, None)
 
 
+def presets_of(proxy: Proxy) -> Any:
+    """The running proxy's preset manager (to wait until it has loaded a preset change)."""
+    return proxy.app.app.fallback.state.presets
+
+
 def kimi_proxy_on(
     fake_chat: tuple[FakeChatUpstream, str],
     start_proxy: Callable[..., Proxy],

@@ -34,13 +34,11 @@ def serve(app: Any, http: str = "auto") -> Iterator[str]:
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("test server did not start")
-        time.sleep(0.005)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
+        wait_until(lambda: server.started or not thread.is_alive(), timeout=10, what="the test server to start")
+        if not server.started:
+            raise RuntimeError("test server did not start")
+        port = server.servers[0].sockets[0].getsockname()[1]
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
@@ -101,6 +99,30 @@ def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) ->
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`switch serve` started like `serve_process`, for callers that stop and reap it themselves.
+
+    Prefer `serve_process`: it reaps the process even when the test fails.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "switch", "serve", "--port", str(port)],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(
+            lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer"
+        )
+        if process.poll() is not None:
+            raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process
 
 
 def send_post(sock: socket.socket, path: str, body: bytes) -> None:
