@@ -2,6 +2,7 @@
 
 [server]                      # where `switch serve` listens and its limits
 port = 8742
+shutdown_grace = 5            # seconds live calls get to finish when the proxy stops
 
 [defaults]
 model = "baseten/moonshotai/Kimi-K3"   # or "native"
@@ -82,6 +83,8 @@ class Server(BaseModel):
     read_timeout: float = 300.0
     """Seconds an upstream may stay silent mid-response before the call fails."""
     access_token: str | None = None
+    shutdown_grace: int = Field(default=5, ge=0)
+    """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""
 
 
 class Routing(BaseModel):

@@ -124,8 +124,14 @@ def start(port: int, wait: float = 15.0) -> dict[str, Any]:
     raise DaemonError(f"the proxy did not answer on port {port} within {wait:.0f} s; see {log_path()}")
 
 
-def stop(timeout: float = 10.0) -> dict[str, Any]:
-    """Stop the background proxy cleanly (SIGTERM, then SIGKILL after `timeout`)."""
+def stop(timeout: float | None = None) -> dict[str, Any]:
+    """Stop the background proxy cleanly (SIGTERM, then SIGKILL after `timeout`).
+
+    By default the proxy gets its `[server] shutdown_grace` for live calls plus time to end and
+    record them, so no call loses its row to the SIGKILL.
+    """
+    if timeout is None:
+        timeout = _shutdown_grace() + 10.0
     record = read_record()
     if record is None:
         return {"stopped": False, "reason": "not running"}
@@ -145,3 +151,12 @@ def stop(timeout: float = 10.0) -> dict[str, Any]:
         os.kill(pid, signal.SIGKILL)
     record_path().unlink(missing_ok=True)
     return {"stopped": True, "pid": pid}
+
+
+def _shutdown_grace() -> float:
+    from switch.config import Server, load_settings
+
+    try:
+        return load_settings().server.shutdown_grace
+    except SwitchError:
+        return Server().shutdown_grace

@@ -122,12 +122,18 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
         context.__exit__(None, None, None)
 
 
-def _kimi_proxy(
+def presets_of(proxy: Proxy) -> Any:
+    """The running proxy's preset manager (to wait until it has loaded a preset change)."""
+    return proxy.app.app.fallback.state.presets
+
+
+def kimi_proxy_on(
     fake_chat: tuple[FakeChatUpstream, str],
     start_proxy: Callable[..., Proxy],
     monkeypatch: pytest.MonkeyPatch,
     http: str,
 ) -> Proxy:
+    """The proxy routing everything to the fake chat upstream, on uvicorn's `http` protocol."""
     fake, url = fake_chat
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
     proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}"\n', http=http, ping_interval=0.2, read_timeout=2.0)
@@ -140,7 +146,7 @@ def kimi_proxy(
     fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
 ) -> Proxy:
     """The proxy routing everything to the fake chat upstream as `baseten/moonshotai/Kimi-K3`."""
-    return _kimi_proxy(fake_chat, start_proxy, monkeypatch, "auto")
+    return kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "auto")
 
 
 @pytest.fixture
@@ -148,7 +154,7 @@ def kimi_proxy_h11(
     fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
 ) -> Proxy:
     """`kimi_proxy` on uvicorn's h11 protocol: streams go through plain ASGI `send` and side tasks."""
-    return _kimi_proxy(fake_chat, start_proxy, monkeypatch, "h11")
+    return kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "h11")
 
 
 def load_capture(name: str) -> dict[str, Any]:

@@ -236,6 +236,7 @@ class FakeChatUpstream:
         return None
 
     async def _play(self, reply: Reply, send: Any, gone: asyncio.Event | None = None) -> None:
+        # The sleeps below are the scripted upstream behaviour (slow, stalling), not waits for a condition.
         if reply.delay_before:
             await asyncio.sleep(reply.delay_before)
         headers = [(b"content-type", reply.content_type.encode())]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,17 +34,24 @@ def serve(app: Any, http: str = "auto") -> Iterator[str]:
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("test server did not start")
-        time.sleep(0.005)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
+        wait_until(lambda: server.started or not thread.is_alive(), timeout=10, what="the test server to start")
+        if not server.started:
+            raise RuntimeError("test server did not start")
+        port = server.servers[0].sockets[0].getsockname()[1]
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 15.0, what: str = "the condition") -> None:
+    """Poll `condition` until it holds; fail naming `what` after `timeout` seconds (generous: CI is loaded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.01)
 
 
 def free_port() -> int:
@@ -64,20 +71,57 @@ def answers_health(port: int) -> bool:
         return False
 
 
+@contextmanager
+def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[bytes]]:
+    """`switch serve --port PORT` as its own process (extra `env` on top of ours), once it answers.
+
+    The process is always ended and reaped on leaving, whatever the test did (it may have stopped
+    it already): SIGTERM, then SIGKILL if it does not exit in time.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "switch", "serve", "--port", str(port), *args],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(
+            lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer"
+        )
+        if process.poll() is not None:
+            raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
 def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`switch serve --port PORT` as its own process (extra `env` on top of ours), once it answers."""
+    """`switch serve` started like `serve_process`, for callers that stop and reap it themselves.
+
+    Prefer `serve_process`: it reaps the process even when the test fails.
+    """
     process = subprocess.Popen(
         [sys.executable, "-m", "switch", "serve", "--port", str(port)],
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while not answers_health(port):
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError("switch serve did not start")
-        time.sleep(0.05)
+    try:
+        wait_until(
+            lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer"
+        )
+        if process.poll() is not None:
+            raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
     return process
 
 

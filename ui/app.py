@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -60,7 +61,7 @@ class HealthInfo:
 
     presets: list[tuple[str, str, bool, str | None]]
     active: str | None
-    routes: str
+    routes: Text
     keys: dict[str, str | None]
     proxy: str
     problems: list[dict[str, Any]]
@@ -232,24 +233,24 @@ class SwitchDashboard(App[None]):
         try:
             settings = load_settings()
         except SwitchError as exc:
-            return HealthInfo([], None, f"config.toml is invalid: {exc.message}", {}, "unknown", [])
+            return HealthInfo([], None, fmt.plain(f"config.toml is invalid: {exc.message}"), {}, "unknown", [])
         providers = set(settings.providers)
         active = active_name()
         listed: list[tuple[str, str, bool, str | None]] = []
-        routes = f"No preset chosen: every call goes to {settings.defaults.model}."
+        routes = fmt.plain(f"No preset chosen: every call goes to {settings.defaults.model}.")
         for name in preset_files():
             try:
                 preset = load_preset(name, providers)
                 listed.append((name, preset.description, name == active, None))
                 if name == active:
-                    lines = [f"[b]{name}[/b]: {preset.description}"]
+                    lines = [fmt.labelled(name, preset.description)]
                     for harness in preset.sections:
                         chains = ", ".join(
                             f"{role} → {' → '.join(preset.chain(harness, role))}"
                             for role in ("orchestrator", "subagent", "background")
                         )
-                        lines.append(f"  {harness}: {chains}")
-                    routes = "\n".join(lines)
+                        lines.append(fmt.plain(f"  {harness}: {chains}"))
+                    routes = Text("\n").join(lines)
             except SwitchError as exc:
                 listed.append((name, "", name == active, exc.message))
         key_sources = keys.sources({name: p.api_key_env for name, p in settings.providers.items()})
@@ -323,7 +324,7 @@ class SwitchDashboard(App[None]):
             for row in rows:
                 spent = fmt.money(row["spend_micros"]) + (f" +{row['unpriced']}?" if row["unpriced"] else "")
                 table.add_row(
-                    str(row["grp"]),
+                    fmt.plain(row["grp"]),
                     spent,
                     fmt.money(row["native_micros"]),
                     fmt.money(row["savings_micros"]),
@@ -332,16 +333,17 @@ class SwitchDashboard(App[None]):
                     fmt.money(row["cache_savings_micros"]),
                 )
 
-    def _call_cells(self, row: dict[str, Any]) -> tuple[str, ...]:
+    def _call_cells(self, row: dict[str, Any]) -> tuple[str | Text, ...]:
         import time as _time
 
+        # Ledger text goes in as `Text`: a plain string cell would be parsed as markup.
         return (
             _time.strftime("%m-%d %H:%M:%S", _time.localtime(row["started_at"])),
-            row["harness"],
-            row["role"],
-            row["requested_model"],
-            row["served_model"],
-            row["outcome"],
+            fmt.plain(row["harness"]),
+            fmt.plain(row["role"]),
+            fmt.plain(row["requested_model"]),
+            fmt.plain(row["served_model"]),
+            fmt.plain(row["outcome"]),
             fmt.count(row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]),
             fmt.count(row["output_tokens"]),
             fmt.count(row["cache_read_tokens"]),
@@ -421,8 +423,8 @@ class SwitchDashboard(App[None]):
         for row in rows:
             duration = (row["ended_at"] or row["started_at"]) - row["started_at"]
             table.add_row(
-                str(row["session_id"])[:18],
-                row["harness"],
+                fmt.plain(str(row["session_id"])[:18]),
+                fmt.plain(row["harness"]),
                 _time.strftime("%m-%d %H:%M", _time.localtime(row["started_at"])),
                 fmt.ms(duration * 1000),
                 fmt.count(row["calls"]),
@@ -442,24 +444,38 @@ class SwitchDashboard(App[None]):
         self.filters.session = event.row_key.value
         self._reset_calls()
         self.query_one(TabbedContent).active = "calls"
-        self.notify(f"Calls of session {event.row_key.value[:18]}")
+        self.notify(f"Calls of session {event.row_key.value[:18]}", markup=False)
 
     def _show_health(self, info: HealthInfo) -> None:
         table = self.query_one("#presets-table", DataTable)
         cursor = table.cursor_row
         table.clear()
         for name, description, active, problem in info.presets:
-            table.add_row("●" if active else "", name, problem or description, key=name)
+            table.add_row("●" if active else "", fmt.plain(name), fmt.plain(problem or description), key=name)
         if info.presets and cursor >= 0:
             table.move_cursor(row=min(cursor, len(info.presets) - 1), scroll=False)
-        self.query_one("#routes", Static).update(info.routes + "\n\n[dim]Enter on a preset makes it active.[/dim]")
+        self.query_one("#routes", Static).update(
+            Text.assemble(info.routes, ("\n\nEnter on a preset makes it active.", "dim"))
+        )
         keys = "\n".join(f"  {name}: {source or 'no key'}" for name, source in sorted(info.keys.items()))
         problems = (
             "\n".join(f"  {row['outcome']} {row['served_model']} {row['error'] or ''}"[:100] for row in info.problems)
             or "  none"
         )
         self.query_one("#health", Static).update(
-            f"[b]Proxy[/b]: {info.proxy}\n[b]Keys[/b]:\n{keys}\n[b]Recent errors and fallbacks[/b]:\n{problems}"
+            Text.assemble(
+                ("Proxy", "bold"),
+                ": ",
+                fmt.plain(info.proxy),
+                "\n",
+                ("Keys", "bold"),
+                ":\n",
+                fmt.plain(keys),
+                "\n",
+                ("Recent errors and fallbacks", "bold"),
+                ":\n",
+                fmt.plain(problems),
+            )
         )
 
     @on(DataTable.RowSelected, "#presets-table")
@@ -469,7 +485,7 @@ class SwitchDashboard(App[None]):
         if event.row_key.value is None:
             return
         set_active(event.row_key.value)
-        self.notify(f"Active preset: {event.row_key.value}")
+        self.notify(f"Active preset: {event.row_key.value}", markup=False)
         self.refresh_data()
 
     # ---- filters and actions -------------------------------------------------------------------

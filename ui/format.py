@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from switch.ledger.queries import micros_to_usd
+
+
+def plain(value: object) -> Text:
+    """Text recorded in the ledger or read from a file, shown literally: `[b]` in it is not markup."""
+    return Text("-" if value is None else str(value))
+
+
+def labelled(label: str, value: object) -> Text:
+    """`label: value` with a bold label and a literal value."""
+    return Text.assemble((label, "bold"), ": ", plain(value))
 
 
 def money(value: int | None) -> str:

@@ -77,6 +77,9 @@ def register(app: typer.Typer) -> None:
             access_log=False,
             lifespan="on",
             timeout_keep_alive=75,
+            # Live streams get this long to finish on SIGTERM; then uvicorn cancels them, and the
+            # relay ends each with an in-band error and records it (see `Relay._watched`).
+            timeout_graceful_shutdown=settings.server.shutdown_grace,
             proxy_headers=False,
             server_header=False,
         )

@@ -33,6 +33,7 @@ log = logging.getLogger("switch.app")
 
 Handler = Callable[[Exchange], Awaitable[None]]
 GC_INTERVAL_S = 60.0
+LAST_CALLS_S = 3.0  # at shutdown, how long cancelled calls may take to end their streams and record
 
 
 class HotRoutes:
@@ -45,12 +46,17 @@ class HotRoutes:
     def __init__(self, routes: dict[tuple[str, str], Handler], fallback: Any) -> None:
         self.routes = routes
         self.fallback = fallback
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             handler = self.routes.get((scope["method"], scope["path"]))
             if handler is not None:
-                await handler(Exchange(scope, receive, send))
+                self.in_flight += 1
+                try:
+                    await handler(Exchange(scope, receive, send))
+                finally:
+                    self.in_flight -= 1
                 return
         await self.fallback(scope, receive, send)
 
@@ -171,6 +177,11 @@ def create_app(
         finally:
             watcher.cancel()
             collector.cancel()
+            # uvicorn starts this once the grace period is over and it has cancelled the calls still
+            # running; they are ending their streams and recording themselves: wait for that.
+            deadline = time.monotonic() + LAST_CALLS_S
+            while app.in_flight and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
             await pool.aclose()
             # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
             # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.
@@ -196,8 +207,7 @@ def create_app(
         ("POST", "/responses"): relay.responses_api,
     }
     app = HotRoutes(hot, starlette_app)
-    extra_hosts = frozenset({settings.server.host}) if settings.server.access_token else frozenset()
-    return Guard(app, extra_hosts, settings.server.access_token)
+    return Guard(app, settings.server.access_token)
 
 
 __all__ = ["create_app"]

@@ -53,6 +53,7 @@ class Exchange:
         "finished",
         "route",
         "_direct",
+        "_guard",
     )
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -72,6 +73,7 @@ class Exchange:
         self.finished = False
         self.route = b""
         self._direct: Any = None
+        self._guard: _StreamGuard | _TaskGuard | None = None
 
     @property
     def path(self) -> str:
@@ -122,6 +124,9 @@ class Exchange:
             headers = [*headers, (b"x-switch-route", self.route)]
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
         self._direct = _direct_writer(self.send)
+        if self._direct is not None:
+            global direct_streams
+            direct_streams += 1
 
     async def send_chunk(self, data: bytes) -> None:
         """Send part of a streamed body."""
@@ -138,6 +143,21 @@ class Exchange:
                 await cycle.flow.drain()
             _write_chunk(cycle, data)
 
+    def watch_client(self, task: asyncio.Task[Any]) -> Callable[[], None]:
+        """Cancel `task` if the client leaves before the returned function is called.
+
+        For the wait on an upstream before anything is sent back (a whole non-streamed answer can
+        take minutes): the upstream call is cancelled with it. A later `guard_stream` for the same
+        task takes this guard over and adds pings, so a stream still costs one guard.
+        """
+        guard = self._guard
+        if guard is not None and guard.task is task:
+            return guard.stop
+        cycle = _uvicorn_cycle(self.send)
+        if cycle is None:
+            return _TaskGuard(self, task).stop
+        return _StreamGuard(self, cycle, task, _WATCH_PERIOD, None).stop
+
     def guard_stream(
         self, task: asyncio.Task[Any], interval: float, ping: Callable[[], bytes] | None = None
     ) -> Callable[[], None]:
@@ -148,17 +168,16 @@ class Exchange:
         for the disconnect, one sleeping for pings): a departed client is noticed within a quarter
         of a second, and the stream starts sooner.
         """
+        guard = self._guard
+        if guard is not None:
+            if guard.task is task and guard.add_ping(interval, ping):
+                return guard.stop
+            guard.stop()
         cycle = self._direct
         if cycle is None:
-            tasks = [asyncio.create_task(self._watch_disconnect(task))]
-            if ping is not None:
-                tasks.append(asyncio.create_task(self._ping_when_silent(interval, ping)))
-
-            def stop_tasks() -> None:
-                for side_task in tasks:
-                    side_task.cancel()
-
-            return stop_tasks
+            task_guard = _TaskGuard(self, task)
+            task_guard.add_ping(interval, ping)
+            return task_guard.stop
         return _StreamGuard(self, cycle, task, interval, ping).stop
 
     async def _ping_when_silent(self, interval: float, ping: Callable[[], bytes]) -> None:
@@ -186,6 +205,11 @@ class Exchange:
 
 
 _UVICORN_HTTPTOOLS = "uvicorn.protocols.http.httptools_impl"
+# uvicorn's RequestResponseCycle fields read here (pyproject pins uvicorn to versions that have them).
+_CYCLE_FIELDS = ("transport", "flow", "disconnected", "response_complete", "chunked_encoding")
+_WATCH_PERIOD = 0.25
+direct_streams = 0
+"""Streams whose chunks went straight to uvicorn's socket (tests check the fast path engages)."""
 
 
 def _write_chunk(cycle: Any, data: bytes) -> None:
@@ -193,6 +217,16 @@ def _write_chunk(cycle: Any, data: bytes) -> None:
     # corrupt the next response on this kept-alive connection; one to a departed client is dropped.
     if not cycle.disconnected and not cycle.response_complete:
         cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+
+
+def _uvicorn_cycle(send: Send) -> Any:
+    """uvicorn's httptools request cycle behind `send`, when it has the fields read here; else None."""
+    cycle = getattr(send, "__self__", None)
+    if cycle is None or type(cycle).__module__ != _UVICORN_HTTPTOOLS:
+        return None
+    if not all(hasattr(cycle, name) for name in _CYCLE_FIELDS):
+        return None
+    return cycle
 
 
 def _direct_writer(send: Send) -> Any:
@@ -203,18 +237,41 @@ def _direct_writer(send: Send) -> Any:
     decided by our headers) qualifies; any other server gets plain ASGI `send` calls. The final
     chunk always goes through `send`, so uvicorn completes the response and keeps the connection.
     """
-    cycle = getattr(send, "__self__", None)
-    if cycle is None or type(cycle).__module__ != _UVICORN_HTTPTOOLS:
-        return None
-    if getattr(cycle, "chunked_encoding", None) is not True or not hasattr(cycle, "flow"):
-        return None
-    if not all(hasattr(cycle, name) for name in ("transport", "disconnected", "response_complete")):
+    cycle = _uvicorn_cycle(send)
+    if cycle is None or cycle.chunked_encoding is not True:
         return None
     return cycle
 
 
+class _TaskGuard:
+    """`Exchange.guard_stream` on servers other than uvicorn's httptools: a task parked on `receive`
+    for the disconnect, and one sleeping between pings once the stream has started."""
+
+    __slots__ = ("exchange", "task", "tasks")
+
+    def __init__(self, exchange: Exchange, task: asyncio.Task[Any]) -> None:
+        self.exchange = exchange
+        self.task = task
+        self.tasks = [asyncio.create_task(exchange._watch_disconnect(task))]
+        exchange._guard = self
+
+    def add_ping(self, interval: float, ping: Callable[[], bytes] | None) -> bool:
+        """Also ping the client after `interval` of silence."""
+        if ping is not None:
+            self.tasks.append(asyncio.create_task(self.exchange._ping_when_silent(interval, ping)))
+        return True
+
+    def stop(self) -> None:
+        """Stop watching (and pinging)."""
+        for side_task in self.tasks:
+            side_task.cancel()
+        if self.exchange._guard is self:
+            self.exchange._guard = None
+
+
 class _StreamGuard:
-    """The timer behind `Exchange.guard_stream` on uvicorn's cycle; re-arms itself until stopped."""
+    """The timer behind `Exchange.guard_stream` and `watch_client` on uvicorn's cycle; re-arms itself
+    until stopped. Pings need the direct writer, so they are added only once the stream started."""
 
     __slots__ = ("exchange", "cycle", "task", "interval", "period", "ping", "handle")
 
@@ -233,6 +290,16 @@ class _StreamGuard:
         self.period = min(interval, 0.25)
         self.ping = ping
         self.handle: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(self.period, self.tick)
+        exchange._guard = self
+
+    def add_ping(self, interval: float, ping: Callable[[], bytes] | None) -> bool:
+        """Also ping after `interval` of silence; False when the stream cannot be written directly."""
+        if self.handle is None or (ping is not None and self.exchange._direct is not self.cycle):
+            return False
+        self.interval = interval
+        self.period = min(interval, _WATCH_PERIOD)
+        self.ping = ping
+        return True
 
     def tick(self) -> None:
         """Cancel the stream if the client left; ping it if it has been silent for `interval`."""
@@ -241,10 +308,12 @@ class _StreamGuard:
         self.handle = None
         exchange, cycle = self.exchange, self.cycle
         if exchange.finished:
+            self.stop()
             return
         if cycle.disconnected:
             exchange.disconnected = True
             self.task.cancel()
+            self.stop()
             return
         ping = self.ping
         if ping is not None and time.perf_counter() - exchange.last_send >= self.interval:
@@ -260,3 +329,5 @@ class _StreamGuard:
         if self.handle is not None:
             self.handle.cancel()
             self.handle = None
+        if self.exchange._guard is self:
+            self.exchange._guard = None

@@ -1,8 +1,10 @@
-"""Request guard: only loopback Host names, no browser Origin, optional local access token.
+"""Request guard: no browser Origin, and either loopback Host names or a local access token.
 
 A web page the user visits can make the browser send requests to localhost; checking `Host`
 stops DNS rebinding and checking `Origin` stops cross-site requests, so no page can spend the
-user's keys through the proxy.
+user's keys through the proxy. With `[server] access_token` set, the token is the proof instead
+of the Host: remote clients address the machine by whatever name they know it by, and a page
+cannot send a header it does not know.
 """
 
 from __future__ import annotations
@@ -26,10 +28,9 @@ def _host_name(host: str) -> str:
 class Guard:
     """ASGI middleware applying the checks above before any endpoint runs."""
 
-    def __init__(self, app: Any, extra_hosts: frozenset[str] = frozenset(), access_token: str | None = None) -> None:
+    def __init__(self, app: Any, access_token: str | None = None) -> None:
         self.app = app
-        self.allowed_hosts = LOOPBACK_HOSTS | extra_hosts
-        self.access_token = access_token
+        self.access_token = access_token or None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,13 +46,14 @@ class Guard:
                 origin = value
             elif name == b"x-switch-token":
                 token = value.decode("latin-1")
-        if _host_name(host.lower()) not in self.allowed_hosts:
-            await _refuse(send, 403, "requests must address the proxy by a loopback host name")
-            return
         if origin is not None:
             await _refuse(send, 403, "browser requests (with an Origin header) are not accepted")
             return
-        if self.access_token is not None and not (token is not None and hmac.compare_digest(token, self.access_token)):
+        if self.access_token is None:
+            if _host_name(host.lower()) not in LOOPBACK_HOSTS:
+                await _refuse(send, 403, "requests must address the proxy by a loopback host name")
+                return
+        elif token is None or not hmac.compare_digest(token.encode("latin-1"), self.access_token.encode()):
             await _refuse(send, 401, "missing or wrong x-switch-token")
             return
         await self.app(scope, receive, send)

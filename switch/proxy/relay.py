@@ -1,9 +1,10 @@
 """The only module that talks to upstreams: forward, translate, stream back, meter.
 
 Per call: the client body is read and parsed once, translated once, and the upstream response is
-relayed as it arrives: one `send` per upstream read, no task or timer per chunk. Keep-alive pings
-and client-disconnect detection each run as one task per streamed call. Timings and usage are
-gathered on the way and handed to the record sink without waiting for it.
+relayed as it arrives: one `send` per upstream read, no task or timer per chunk. One guard per call
+(`Exchange.watch_client`, a timer on uvicorn's httptools cycle) cancels it, upstream call included,
+when the client hangs up, from the upstream request on; streams extend it with keep-alive pings.
+Timings and usage are gathered on the way and handed to the record sink without waiting for it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -60,6 +61,8 @@ _HOP_BY_HOP = frozenset(
         "accept-encoding",
     }
 )
+CLIENT_LEFT = "the client closed the connection before the answer"
+SHUTTING_DOWN = "switch is shutting down; this call was cut short"
 _FORWARDED_RESPONSE_HEADERS = frozenset(
     {"content-type", "request-id", "retry-after", "x-should-retry", "content-encoding", "x-request-id"}
 )
@@ -293,7 +296,8 @@ class Relay:
             can_fall_back = attempt + 1 < len(chain)
             options = preset.options(reference)
             if target.native and target.api == inbound.name:
-                failure = await self._passthrough(exchange, inbound, target, attempt_meter, request_id, can_fall_back)
+                attempt_call = self._passthrough(exchange, inbound, target, attempt_meter, request_id, can_fall_back)
+                failure = await self._watched(exchange, inbound, attempt_meter, request_id, attempt_call)
             else:
                 upstream = UPSTREAMS.get(target.api)
                 if upstream is None:
@@ -302,9 +306,10 @@ class Relay:
                     self._finish(attempt_meter, "proxy_error", message)
                     return
                 routed = _with_options(request, options)
-                failure = await self._translate(
+                attempt_call = self._translate(
                     exchange, inbound, upstream, routed, target, attempt_meter, request_id, can_fall_back
                 )
+                failure = await self._watched(exchange, inbound, attempt_meter, request_id, attempt_call)
             if failure is None:
                 return
             trigger = failure.trigger
@@ -348,6 +353,36 @@ class Relay:
                 "parser); check the body's field types, and see the switch log",
             )
         return request, info
+
+    async def _watched(
+        self,
+        exchange: Exchange,
+        inbound: InboundApi,
+        meter: Meter,
+        request_id: str,
+        call: Coroutine[Any, Any, Failure | None],
+    ) -> Failure | None:
+        """Run one attempt; a client that hangs up while it waits cancels it, upstream call included."""
+        task = asyncio.current_task()
+        assert task is not None
+        stop_watch = exchange.watch_client(task)
+        try:
+            return await call
+        except asyncio.CancelledError:
+            task.uncancel()
+            if exchange.disconnected:
+                self._finish(meter, "client_cancelled", CLIENT_LEFT)
+                return None
+            # Nothing else cancels a call whose client is still connected: the server is stopping
+            # and its grace period ran out. Answer in the caller's format, and keep the record.
+            if exchange.status == 0:
+                await self._error(exchange, inbound, 503, SHUTTING_DOWN, request_id)
+            elif not exchange.finished:
+                await exchange.end_stream()
+            self._finish(meter, "proxy_error", SHUTTING_DOWN, status=503)
+            return None
+        finally:
+            stop_watch()
 
     def _with_previous(self, request: Request, previous_id: str) -> Request:
         history = self.responses.get(previous_id)
@@ -610,10 +645,13 @@ class Relay:
                 meter.error = "upstream stream ended before the response was complete"
                 encoder.fail(502, meter.error)
         except asyncio.CancelledError:
-            if not exchange.disconnected:
-                raise
             task.uncancel()
-            outcome = "client_cancelled"
+            if exchange.disconnected:
+                outcome = "client_cancelled"
+            else:  # the server is stopping (see `_watched`): end the stream in-band
+                outcome = "incomplete_stream"
+                meter.error = SHUTTING_DOWN
+                encoder.fail(503, SHUTTING_DOWN)
         except UpstreamError as exc:
             status, outcome = _failure_status(exc)
             meter.error = exc.message
@@ -742,10 +780,14 @@ class Relay:
                 await exchange.send_chunk(chunk)
             await exchange.end_stream(sniffer.flush() if sniffer is not None else b"")
         except asyncio.CancelledError:
-            if not exchange.disconnected:
-                raise
             task.uncancel()
-            outcome = "client_cancelled"
+            if exchange.disconnected:
+                outcome = "client_cancelled"
+            else:  # the server is stopping (see `_watched`): end the stream in-band
+                outcome = "incomplete_stream"
+                meter.error = SHUTTING_DOWN
+                in_band = _in_band_error(inbound, SHUTTING_DOWN) if sniffer is not None and sniffer.is_sse else b""
+                await exchange.end_stream(in_band)
         except UpstreamError as exc:
             _status, outcome = _failure_status(exc)
             meter.error = exc.message
@@ -953,6 +995,17 @@ class UsageSniffer:
             # Later events repeat only some counts; a zero input count means "not repeated".
             if type(value) is int and 0 <= value <= MAX_COUNT and (value or wire == "output_tokens"):
                 setattr(current, attribute, value)
+
+
+def _in_band_error(inbound: InboundApi, message: str) -> bytes:
+    """A 503 error event in `inbound`'s stream format, for a pass-through stream switch cuts short."""
+    if inbound is ANTHROPIC_INBOUND:
+        return anthropic_errors.error_event(503, message)
+    if inbound is CHAT_INBOUND:
+        error = {"message": message, "type": "server_error", "param": None, "code": None}
+        return b"data: " + orjson.dumps({"error": error}) + b"\n\n"
+    event = {"type": "error", "code": "server_error", "message": message, "param": None}
+    return b"event: error\ndata: " + orjson.dumps(event) + b"\n\n"
 
 
 def _loads(data: bytes) -> dict[str, Any] | None:

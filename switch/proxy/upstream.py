@@ -233,6 +233,9 @@ class UpstreamResponse:
         handle = self.loop.call_later(timeout, expire)
         try:
             await waiter
+        except asyncio.CancelledError:
+            self.close()  # the caller gave up: hang up so the upstream stops generating
+            raise
         finally:
             handle.cancel()
             self._waiter = None
@@ -432,6 +435,9 @@ class UpstreamPool:
             try:
                 await response.wait_headers()
                 response.read_timeout = timeout
+            except asyncio.CancelledError:
+                response.close()  # the caller gave up (its client left): hang up so the upstream stops
+                raise
             except UpstreamError as exc:
                 # A pooled connection the server closed while idle fails before any byte of the
                 # answer; retrying once on a fresh connection is safe for that case only.

@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import FAKE_BASETEN_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply
 from tests.faults.test_upstream_faults import PATHS, body_for
-from tests.ledger.test_ledger_proxy import rows, wait_until
-from tests.servers import free_port, send_post, serve, start_serve
+from tests.ledger.test_ledger_proxy import rows
+from tests.servers import free_port, send_post, serve, serve_process, wait_until
 
 FIFTY_MB = 50 * 1024 * 1024
 USAGE = {"prompt_tokens": 11, "completion_tokens": 13_107_200, "total_tokens": 13_107_211}
@@ -135,8 +135,7 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
         (isolated_home / "config.toml").write_text(
             f'[server]\nread_timeout = 2.0\n[providers.baseten]\nbase_url = "{url}/v1"\n', encoding="utf-8"
         )
-        proxy = start_serve(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY})
-        try:
+        with serve_process(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY}) as proxy:
             warm = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body_for("anthropic", True), timeout=10)
             assert warm.status_code == 200
             wait_until(lambda: len(rows(isolated_home)) == 1)  # the writer has loaded its price table
@@ -152,7 +151,7 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
                 received = bytearray()
                 for _ in range(6):
                     received += sock.recv(1)
-                    time.sleep(1.0)
+                    time.sleep(1.0)  # the slow reader under test, not a wait for a condition
                 offered_while_slow = fake.sent_bytes
                 rss_while_slow = rss_bytes(proxy.pid)
                 sock.settimeout(30)
@@ -171,6 +170,3 @@ def test_one_byte_per_second_reader_keeps_proxy_memory_bounded_then_gets_everyth
             wait_until(lambda: len(rows(isolated_home)) == 2)
             last = rows(isolated_home)[-1]
             assert last["outcome"] == "completed" and last["output_tokens"] == USAGE["completion_tokens"]
-        finally:
-            proxy.terminate()
-            proxy.wait(10)

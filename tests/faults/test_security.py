@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
@@ -43,6 +44,43 @@ def test_access_token_is_required_when_configured(start_proxy: Callable[..., Pro
     assert "local-secret-token" not in missing.text + wrong.text
     health = httpx.get(proxy.url + "/healthz", headers={"x-switch-token": "local-secret-token"})
     assert health.status_code == 200
+
+
+def test_access_token_admits_any_host_name_but_never_a_browser(
+    kimi_proxy: Proxy, start_proxy: Callable[..., Proxy]
+) -> None:
+    # Remote clients of `switch serve --host 0.0.0.0` address the machine by its own name.
+    assert kimi_proxy.upstream is not None
+    config = kimi_proxy_config(kimi_proxy) + '[server]\naccess_token = "local-secret-token"\n'
+    proxy = start_proxy(config)
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    remote = {"host": "build-box.lan:8742", "x-switch-token": "local-secret-token"}
+    served = httpx.post(proxy.url + "/v1/messages", json=body, headers=remote)
+    assert served.status_code == 200, served.text
+    assert served.json()["content"][0]["text"] == "Hello from the fake upstream."
+    assert httpx.get(proxy.url + "/healthz", headers={**remote, "host": "10.0.0.7"}).status_code == 200
+    no_token = httpx.post(proxy.url + "/v1/messages", json=body, headers={"host": "build-box.lan"})
+    assert no_token.status_code == 401
+    browser = httpx.post(proxy.url + "/v1/messages", json=body, headers={**remote, "origin": "https://evil.example"})
+    assert browser.status_code == 403 and "Origin" in browser.json()["error"]["message"]
+    assert len(kimi_proxy.upstream.received) == 1
+
+
+def test_without_a_token_only_loopback_host_names_are_served(kimi_proxy: Proxy) -> None:
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    for host in ("build-box.lan:8742", "10.0.0.7", "evil.example.com"):
+        refused = httpx.post(kimi_proxy.url + "/v1/messages", json=body, headers={"host": host})
+        assert refused.status_code == 403 and "loopback" in refused.json()["error"]["message"]
+    for host in ("localhost:1", "127.0.0.1", "[::1]:8742"):
+        assert httpx.get(kimi_proxy.url + "/healthz", headers={"host": host}).status_code == 200
+    assert kimi_proxy.upstream is not None and kimi_proxy.upstream.received == []
+
+
+def kimi_proxy_config(proxy: Proxy) -> str:
+    """The config.toml text that routes to the same fake upstream as `proxy`."""
+    import os
+
+    return (Path(os.environ["SWITCH_HOME"]) / "config.toml").read_text(encoding="utf-8")
 
 
 def test_deeply_nested_and_unknown_fields(kimi_proxy: Proxy) -> None:

@@ -8,15 +8,14 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anthropic
 
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.fake_upstream import FakeChatUpstream
-from tests.ledger.test_ledger_proxy import hold_lock, wait_until
-from tests.servers import free_port, serve
+from tests.ledger.test_ledger_proxy import hold_lock
+from tests.servers import free_port, serve, wait_until
 
 
 def test_every_state_file_is_private_under_a_permissive_umask(tmp_path: Path) -> None:
@@ -59,16 +58,22 @@ def test_every_state_file_is_private_under_a_permissive_umask(tmp_path: Path) ->
             # SQLite removes its WAL and shared-memory files on close: look at them while they exist.
             live_modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in home.glob("ledger.db-*")}
             locker = hold_lock(home / "ledger.db", 3)  # the next record cannot be written: it is spilled
-            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "second"}])
-            wait_until(lambda: (home / "ledger.spill.jsonl").exists())
-            locker.wait(10)
-            time.sleep(0.2)
+            try:
+                client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "second"}])
+                spill = home / "ledger.spill.jsonl"
+                wait_until(spill.exists)
+                # Replayed (and removed) once the lock is gone: look at it while it exists.
+                spill_mode = stat.S_IMODE(spill.stat().st_mode)
+            finally:
+                locker.kill()
+                locker.wait()
         finally:
             switch("down")
 
     created = sorted(path.relative_to(home).as_posix() for path in home.rglob("*"))
     assert live_modes == {"ledger.db-wal": 0o600, "ledger.db-shm": 0o600}, live_modes
-    for expected in ("active-preset", "keys.json", "wiring", "run", "logs", "ledger.db", "ledger.spill.jsonl"):
+    assert spill_mode == 0o600, oct(spill_mode)
+    for expected in ("active-preset", "keys.json", "wiring", "run", "logs", "ledger.db"):
         assert any(name.startswith(expected) for name in created), (expected, created)
     modes = {
         path.relative_to(tmp_path).as_posix(): oct(stat.S_IMODE(path.stat().st_mode))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,9 @@ from switch.cli import app as cli_app
 from switch.config import load_settings
 from switch.ledger.recorder import Recorder
 from switch.routing.presets import set_active
-from tests.conftest import FAKE_BASETEN_KEY, Proxy, load_capture
+from tests.conftest import FAKE_BASETEN_KEY, Proxy, load_capture, presets_of
 from tests.fake_upstream import FakeChatUpstream, Turn
-from tests.servers import serve
+from tests.servers import serve, wait_until
 
 SKIP = {"host", "content-length", "connection", "accept-encoding"}
 # Turn-by-turn chains of one agent (subagent calls of the same session are their own chain).
@@ -116,7 +115,7 @@ def test_session_keeps_its_target_across_a_preset_switch(
 
         call("session-1")
         set_active("b")
-        time.sleep(1.1)
+        wait_until(lambda: presets_of(proxy).active.name == "b", what="the proxy to load preset b")
         call("session-1")
         call("session-2")
         assert [r.json["model"] for r in first.received] == (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,9 @@ import pytest
 
 from switch.routing.presets import set_active
 from tests.anthropic_grammar import assert_valid_anthropic_stream
-from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy, load_capture
+from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy, load_capture, presets_of
 from tests.fake_upstream import FakeAnthropicUpstream, FakeChatUpstream, Reply, Turn
-from tests.servers import serve
+from tests.servers import serve, wait_until
 
 SKIP = {"host", "content-length", "connection", "accept-encoding", "x-api-key", "authorization"}
 
@@ -228,10 +227,10 @@ def test_switch_use_during_a_stream_keeps_the_stream_and_moves_the_next_call(
 
     thread = threading.Thread(target=long_stream)
     thread.start()
-    time.sleep(0.3)
+    wait_until(lambda: len(first.received) == 1, what="the long stream to reach the first route")
     write_preset(isolated_home, "other", TWO_ROUTES.format(target="backup/backup-model"))
     set_active("other")
-    time.sleep(1.1)
+    wait_until(lambda: presets_of(proxy).active.name == "other", what="the proxy to load the new preset")
     client = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
     message = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "y"}])
     thread.join()
@@ -245,8 +244,8 @@ def test_malformed_preset_names_file_and_key_and_proxy_keeps_last_good(
 ) -> None:
     proxy = routed(TWO_ROUTES.format(target="baseten/moonshotai/Kimi-K3"))
     path = write_preset(isolated_home, "test", '[default]\norchestrator = "baseten/moonshotai/Kimi-K3"\nsubagent = 7\n')
-    time.sleep(1.1)
-    manager = proxy.app.app.fallback.state.presets
+    manager = presets_of(proxy)
+    wait_until(lambda: manager.error is not None, what="the proxy to read the malformed preset")
     assert manager.error is not None and str(path) in manager.error and "default.subagent" in manager.error
     proxy.extra["first"].script(Turn(text="still routed"))
     client = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)

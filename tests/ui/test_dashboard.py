@@ -12,7 +12,7 @@ import pytest
 from textual.widgets import DataTable, Select, Static
 
 from switch.routing.presets import active_name
-from tests.ledger_seed import FROZEN_NOW, seed_ledger
+from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows
 from ui import format as fmt
 from ui.app import EMPTY_HELP, make_app
 from ui.screens.detail import CallDetail
@@ -78,7 +78,7 @@ async def test_filters_and_detail_view(ledger: Path) -> None:
         app.query_one("#filter-harness", Select).value = "codex"
         await settle(app, pilot)
         assert table.row_count == ROWS // 3
-        assert {table.get_row_at(i)[1] for i in range(table.row_count)} == {"codex"}
+        assert {str(table.get_row_at(i)[1]) for i in range(table.row_count)} == {"codex"}
         table.focus()
         await pilot.press("enter")
         await pilot.pause(0.1)
@@ -123,7 +123,7 @@ async def test_switching_preset_from_dashboard_writes_active_preset(ledger: Path
         await pilot.press("p")
         await settle(app, pilot)
         table = app.query_one("#presets-table", DataTable)
-        names = [table.get_row_at(i)[1] for i in range(table.row_count)]
+        names = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
         table.focus()
         table.move_cursor(row=names.index("kimi-k3"))
         await pilot.press("enter")
@@ -162,3 +162,92 @@ async def test_new_calls_written_by_another_process_appear(ledger: Path) -> None
                 break
         assert table.row_count == before + 5
         assert table.get_row_at(0)[0].startswith("11-18")
+
+
+MARKUP_LIKE = ("[/v1/chat]", "[bold]", "[link=x]")
+
+
+def ledger_text_row(now: float) -> tuple[object, ...]:
+    """One call whose recorded texts look like Textual markup (error bodies often quote paths)."""
+    from switch.ledger.recorder import COLUMNS
+
+    values = dict(zip(COLUMNS, seeded_rows(1, now, 60)[0], strict=True))
+    values.update(
+        harness="[bold]h",
+        role="[/v1/chat]",
+        preset="[link=x]p",
+        requested_model="[link=x]req",
+        provider="[/v1/chat]",
+        served_model="[bold]srv",
+        session_id="[/v1/chat]s",
+        outcome="upstream_error",
+        http_status=404,
+        error="upstream said 404 for [/v1/chat] with [bold] and [link=x]",
+    )
+    return tuple(values[column] for column in COLUMNS)
+
+
+def screen_text(app: Any) -> str:
+    """What the terminal shows, as plain text."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isolated_home: Path) -> None:
+    from switch.ledger.db import open_for_writing
+    from switch.ledger.recorder import _INSERT, _UPSERT_ROLLUP, COLUMNS, rollup_deltas
+
+    (isolated_home / "config.toml").write_text("[server]\nport = 9\n")
+    (isolated_home / "presets").mkdir()
+    (isolated_home / "presets" / "odd.toml").write_text(
+        'description = "routes [/v1/chat] [bold]"\n[default]\norchestrator = "native"\n'
+    )
+    path = isolated_home / "ledger.db"
+    seed_ledger(path, 30, FROZEN_NOW, 3600)
+    row = ledger_text_row(FROZEN_NOW - 30)
+    connection = open_for_writing(path)
+    with connection:
+        connection.execute(_INSERT, row)
+        connection.executemany(_UPSERT_ROLLUP, rollup_deltas([dict(zip(COLUMNS, row, strict=True))]))
+    connection.close()
+    app = make_app(path, clock=lambda: FROZEN_NOW, poll=0.1)  # refreshes keep re-rendering the texts
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        shown = screen_text(app)
+        assert "[bold]srv" in shown and "[link=x]req" in shown and "[bold]h" in shown  # breakdowns
+        await pilot.press("c")
+        await settle(app, pilot)
+        shown = screen_text(app)
+        assert "[bold]h" in shown and "[/v1/chat]" in shown and "[link=x]req" in shown and "[bold]srv" in shown
+        table = app.query_one("#calls-table", DataTable)
+        table.focus()
+        table.move_cursor(row=0)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, CallDetail)
+        shown = screen_text(app)
+        assert "upstream said 404 for [/v1/chat] with [bold] and [link=x]" in shown
+        assert "[/v1/chat]s" in shown and "[link=x]p" in shown
+        await pilot.press("escape")
+        await pilot.press("s")
+        await settle(app, pilot)
+        assert "[/v1/chat]s" in screen_text(app)
+        sessions = app.query_one("#sessions-table", DataTable)
+        sessions.focus()
+        sessions.move_cursor(
+            row=[str(sessions.get_row_at(i)[0]) for i in range(sessions.row_count)].index("[/v1/chat]s")
+        )
+        await pilot.press("enter")  # filters the calls by that session, with a notification naming it
+        await settle(app, pilot)
+        assert app.filters.session == "[/v1/chat]s"
+        await pilot.press("p")
+        await settle(app, pilot)
+        shown = screen_text(app)
+        assert "routes [/v1/chat] [bold]" in shown
+        assert "for [/v1/chat] with [bold]" in shown  # recent errors
+        for _ in range(3):  # several refreshes of every text
+            await pilot.pause(0.15)
+            await settle(app, pilot)

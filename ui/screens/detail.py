@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -42,16 +43,16 @@ class CallDetail(ModalScreen[None]):
         self.row = row
 
     def compose(self) -> ComposeResult:
-        lines = [f"[b]{name}[/b]: {describe(name, value)}" for name, value in self.row.items()]
+        # Values are whatever the ledger holds (error texts quote URLs like `[/v1/chat]`): never markup.
+        lines = [fmt.labelled(name, describe(name, value)) for name, value in self.row.items()]
         total_input = sum(self.row.get(k) or 0 for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
         if total_input:
             hit = (self.row.get("cache_read_tokens") or 0) / total_input
-            lines.insert(
-                0, f"[b]cache hit rate[/b]: {fmt.pct(hit)} (saved {fmt.money(self.row.get('cache_savings_micros'))})"
-            )
+            saved = fmt.money(self.row.get("cache_savings_micros"))
+            lines.insert(0, fmt.labelled("cache hit rate", f"{fmt.pct(hit)} (saved {saved})"))
         with VerticalScroll(id="detail"):
-            yield Static(f"Call #{self.row.get('id')}", id="detail-title")
-            yield Static("\n".join(lines), id="detail-body", markup=True)
+            yield Static(fmt.plain(f"Call #{self.row.get('id')}"), id="detail-title")
+            yield Static(Text("\n").join(lines), id="detail-body")
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         """Close the detail view."""
