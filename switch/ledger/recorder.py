@@ -85,6 +85,7 @@ _STOP = object()
 MAX_QUEUED = 10_000
 """Records the queue holds at most; past it `submit` appends to the spill file (about 1 KB a record)."""
 _RETRY_SECONDS = 1.0
+_STORAGE_STAGES = ("database:", "spill:", "replay:", "writer:")
 _RECORD_MARK = "_unpriced_record"
 """Marks a spill line written by `submit` past the queue bound: a record, priced when replayed."""
 
@@ -326,6 +327,7 @@ class Recorder:
         self._unsaved: list[dict[str, Any]] = []
         self._overflow: collections.deque[CallRecord] = collections.deque()
         self._reported: set[str] = set()
+        self._report_lock = threading.Lock()
         self.last_error: str | None = None
         self.restarts = 0
         self.written = 0
@@ -418,10 +420,11 @@ class Recorder:
         name = type(exc).__name__
         code = errno.errorcode.get(exc.errno, "") if isinstance(exc, OSError) and exc.errno else ""
         kind = f"{stage}:{name}({code})" if code else f"{stage}:{name}"
-        self.last_error = kind
-        if kind in self._reported:
-            return
-        self._reported.add(kind)
+        with self._report_lock:
+            self.last_error = kind
+            if kind in self._reported:
+                return
+            self._reported.add(kind)
         log.warning("ledger %s failed (%s: %s); %s", stage, name, exc, consequence)
 
     # ---- writer thread -------------------------------------------------------------------------
@@ -521,9 +524,11 @@ class Recorder:
             connection.executemany(_UPSERT_ROLLUP, rollup_deltas(rows))
             connection.executemany(_UPSERT_SESSION, session_deltas(rows))
         self.written += len(rows)
-        if self._reported:
+        with self._report_lock:
+            troubles = {kind for kind in self._reported if kind.startswith(_STORAGE_STAGES)}
+            self._reported -= troubles  # a new failure of the same kind is news again
+        if troubles:
             log.info("the ledger is written again")
-            self._reported.clear()
 
     def _write(self, rows: list[dict[str, Any]]) -> bool:
         """Put `rows` in the database, else in the spill file; False when neither took them."""

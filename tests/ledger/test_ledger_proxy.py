@@ -339,3 +339,71 @@ def test_stopping_the_proxy_right_after_calls_loses_none_of_them(isolated_home: 
                 process.send_signal(signal_number)
                 process.wait(20)
     assert [row["outcome"] for row in rows(isolated_home)] == ["completed"] * 3
+
+
+def test_healthz_status_and_doctor_show_the_ledger_state(
+    ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path
+) -> None:
+    import threading
+
+    import httpx
+    from typer.testing import CliRunner
+
+    from switch.cli import app
+    from switch.ledger.record import CallRecord
+    from switch.ledger.recorder import Pricer
+
+    proxy, recorder = ledger_proxy
+    port = int(proxy.url.rsplit(":", 1)[1])
+    (isolated_home / "run").mkdir()
+    (isolated_home / "run" / "proxy.json").write_text(
+        json.dumps({"pid": os.getpid(), "port": port, "started_at": time.time(), "log": "proxy.log"})
+    )
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    runner = CliRunner()
+
+    def health() -> dict[str, Any]:
+        answer = httpx.get(proxy.url + "/healthz")
+        assert answer.status_code == 200  # harness probes pass whatever the ledger's state
+        return dict(answer.json())
+
+    def doctor_ledger() -> dict[str, Any]:
+        report = json.loads(runner.invoke(app, ["doctor", "--json"]).output)
+        return next(check for check in report["checks"] if check["check"] == "ledger")
+
+    client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "warm"}])
+    wait_until(lambda: len(rows(isolated_home)) == 1)
+    first = health()
+    assert first["status"] == "ok"
+    assert first["ledger"]["writer_alive"] and first["ledger"]["queued"] == 0 and first["ledger"]["spill_bytes"] == 0
+    assert "ledger: writer alive, 0 queued, nothing spilled" in runner.invoke(app, ["status"]).output
+    assert doctor_ledger()["ok"]
+
+    flowing = threading.Event()
+
+    class StuckPricer(Pricer):
+        def row(self, record: CallRecord) -> dict[str, Any]:
+            flowing.wait(30)
+            return super().row(record)
+
+    recorder.pricer = StuckPricer(load_settings())
+    try:
+        for index in range(3):
+            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
+        wait_until(lambda: health()["ledger"]["queued"] == 3)
+        with DatabaseLock(isolated_home / "ledger.db") as lock:
+            flowing.set()
+            wait_until(lambda: health()["ledger"]["spilled_rows"] == 3)
+            degraded = health()
+            assert degraded["status"] == "degraded"
+            assert degraded["ledger"]["spill_bytes"] == spill_file().stat().st_size > 0
+            status = runner.invoke(app, ["status"]).output
+            assert "warning: ledger: 3 rows" in status and "fix:" in status
+            check = doctor_ledger()
+            assert not check["ok"] and "spill file" in check["detail"] and check["fix"]
+            lock.release()
+            wait_until(lambda: len(rows(isolated_home)) == 4)
+    finally:
+        flowing.set()
+    wait_until(lambda: health()["status"] == "ok")
+    assert health()["ledger"]["spill_bytes"] == 0
