@@ -623,13 +623,18 @@ class Recorder:
             with self._spill_lock:  # appends hold it too: what is read here is whole lines
                 end = self._spill_size()
                 if end <= start:
+                    if end == 0 and self.spill.is_file():
+                        self.spill.unlink()  # left empty by a crash: nothing waits
                     return
                 with open(self.spill, "rb") as handle:
                     handle.seek(start)
                     data = handle.read(end - start)
                 lines = data.count(b"\n")
                 self._spill_rows = lines
-            rows = [row for row in map(self._row_from_spill, data.splitlines()) if row is not None]
+            lines_read = [line for line in data.splitlines() if line.strip()]
+            rows = [row for row in map(self._row_from_spill, lines_read) if row is not None]
+            if len(rows) < len(lines_read):
+                log.warning("skipped %d damaged lines in %s", len(lines_read) - len(rows), self.spill)
             if rows:
                 self._insert(rows)
         except Exception as exc:
@@ -655,10 +660,7 @@ class Recorder:
                 row = None
         else:
             row = {column: item.get(column) for column in COLUMNS}
-        if row is None or not storable(row):
-            log.warning("skipped a damaged line in %s", self.spill)
-            return None
-        return row
+        return row if row is not None and storable(row) else None
 
     def _forget(self, end: int) -> None:
         """Drop the spill file's first `end` bytes, now in the database (the caller holds the lock)."""
