@@ -321,7 +321,9 @@ def series(
         if bucket is None:
             bucket = bucket_of_slot[slot] = local_bucket_start(slot, bucket_seconds)
         totals[(bucket, group)] = totals.get((bucket, group), 0) + micros
-    return sorted(((bucket, group, micros) for (bucket, group), micros in totals.items()), key=lambda item: item[0])
+    return sorted(
+        ((bucket, group, micros) for (bucket, group), micros in totals.items()), key=lambda item: (item[0], str(item[1]))
+    )
 
 
 def local_bucket_start(moment: float, bucket_seconds: int) -> int:
