@@ -321,9 +321,8 @@ def series(
         if bucket is None:
             bucket = bucket_of_slot[slot] = local_bucket_start(slot, bucket_seconds)
         totals[(bucket, group)] = totals.get((bucket, group), 0) + micros
-    return sorted(
-        ((bucket, group, micros) for (bucket, group), micros in totals.items()), key=lambda item: (item[0], str(item[1]))
-    )
+    ordered = sorted(totals.items(), key=lambda item: (item[0][0], str(item[0][1])))
+    return [(bucket, group, micros) for (bucket, group), micros in ordered]
 
 
 def local_bucket_start(moment: float, bucket_seconds: int) -> int:

@@ -319,7 +319,10 @@ class Recorder:
         self._closed = False
         self._connection: sqlite3.Connection | None = None
         self._next_replay = 0.0
+        self._database_ok = False  # whether the last attempt to write the database worked
         self._spill_offset = 0  # bytes at the head of the spill file already in the database
+        self._spill_descriptor: int | None = None
+        self._spill_end = 0  # where the next append starts
         self._spill_rows = 0
         # Records and rows on their way: attributes, not locals, so that a writer thread that dies
         # leaves them to the one that replaces it.
@@ -448,6 +451,10 @@ class Recorder:
                 self._failed("writer", exc, "the rows are kept and retried")
             if stopping:
                 break
+        if self.spill_pending():
+            self._replay()  # rows spilled past the queue bound need not wait for the next start
+        with self._spill_lock:
+            self._close_spill()
         left = len(self._taken) + len(self._unsaved) + len(self._overflow)
         if left:
             log.error("%d calls could not be recorded: the ledger and its spill file both failed", left)
@@ -524,6 +531,7 @@ class Recorder:
             connection.executemany(_UPSERT_ROLLUP, rollup_deltas(rows))
             connection.executemany(_UPSERT_SESSION, session_deltas(rows))
         self.written += len(rows)
+        self._database_ok = True
         with self._report_lock:
             troubles = {kind for kind in self._reported if kind.startswith(_STORAGE_STAGES)}
             self._reported -= troubles  # a new failure of the same kind is news again
@@ -532,7 +540,9 @@ class Recorder:
 
     def _write(self, rows: list[dict[str, Any]]) -> bool:
         """Put `rows` in the database, else in the spill file; False when neither took them."""
-        if self.spill_pending() and self._clock() >= self._next_replay:
+        # While the database takes rows, spilled ones (past the queue bound) go in first at once;
+        # while it does not, it is tried once a second, not once a batch.
+        if self.spill_pending() and (self._database_ok or self._clock() >= self._next_replay):
             self._replay()
         if not self.spill_pending():
             try:
@@ -540,6 +550,7 @@ class Recorder:
                 return True
             except Exception as exc:
                 self._failed("database", exc, f"rows go to {self.spill}")
+                self._database_ok = False
                 self._drop_connection()
         try:
             self._spill(rows)
@@ -582,31 +593,48 @@ class Recorder:
 
     def _append(self, data: bytes, durable: bool) -> None:
         """Append whole lines to the spill file, all or nothing (the caller holds the spill lock)."""
-        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
-        try:
-            descriptor = os.open(self.spill, flags, 0o600)
-        except FileNotFoundError:
-            locations.ensure_private_dir(self.spill.parent)
-            descriptor = os.open(self.spill, flags, 0o600)
-        try:
-            size = os.fstat(descriptor).st_size
-            if size and os.pread(descriptor, 1, size - 1) != b"\n":
-                data = b"\n" + data  # end a line cut short by a crash, so ours stay whole
+        if self._spill_descriptor is None:
+            # Opened once and kept while appends work: past the queue bound, one write per call.
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(descriptor, view) :]
-                if durable:
-                    os.fsync(descriptor)
+                descriptor = os.open(self.spill, flags, 0o600)
+            except FileNotFoundError:
+                locations.ensure_private_dir(self.spill.parent)
+                descriptor = os.open(self.spill, flags, 0o600)
+            try:
+                size = os.fstat(descriptor).st_size
+                if size and os.pread(descriptor, 1, size - 1) != b"\n":
+                    os.write(descriptor, b"\n")  # end a line cut short by a crash, so ours stay whole
+                    size += 1
             except OSError:
-                # No half-written rows: they are kept whole in memory and retried, never doubled.
-                try:
-                    os.ftruncate(descriptor, size)
-                except OSError:
-                    pass
+                os.close(descriptor)
                 raise
-        finally:
-            os.close(descriptor)
+            self._spill_descriptor, self._spill_end = descriptor, size
+        descriptor = self._spill_descriptor
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            if durable:
+                os.fsync(descriptor)
+        except OSError:
+            # No half-written rows: they are kept whole in memory and retried, never doubled.
+            try:
+                os.ftruncate(descriptor, self._spill_end)
+            except OSError:
+                pass
+            self._close_spill()
+            raise
+        self._spill_end += len(data)
+
+    def _close_spill(self) -> None:
+        """Let go of the append descriptor (the caller holds the spill lock), before the file is cut."""
+        if self._spill_descriptor is not None:
+            try:
+                os.close(self._spill_descriptor)
+            except OSError:
+                pass
+            self._spill_descriptor = None
 
     def _spill_size(self) -> int:
         try:
@@ -624,7 +652,8 @@ class Recorder:
                 end = self._spill_size()
                 if end <= start:
                     if end == 0 and self.spill.is_file():
-                        self.spill.unlink()  # left empty by a crash: nothing waits
+                        self._close_spill()
+                        self.spill.unlink()  # left empty (by a crash, say): nothing waits
                     return
                 with open(self.spill, "rb") as handle:
                     handle.seek(start)
@@ -639,6 +668,7 @@ class Recorder:
                 self._insert(rows)
         except Exception as exc:
             self._failed("replay", exc, f"rows wait in {self.spill}")
+            self._database_ok = False
             self._drop_connection()
             return
         with self._spill_lock:
@@ -664,6 +694,7 @@ class Recorder:
 
     def _forget(self, end: int) -> None:
         """Drop the spill file's first `end` bytes, now in the database (the caller holds the lock)."""
+        self._close_spill()
         try:
             if self._spill_size() <= end:
                 self.spill.unlink(missing_ok=True)

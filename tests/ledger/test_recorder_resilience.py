@@ -193,3 +193,34 @@ def test_past_the_queue_bound_calls_go_to_the_spill_file_and_none_is_lost(isolat
     finally:
         connection.close()
     assert calls == 501
+
+
+def test_calls_spilled_while_the_spill_file_is_replayed_stay_for_the_next_replay(isolated_home: Path) -> None:
+    submitted_during_replay: list[int] = []
+
+    def trouble(being_priced: CallRecord) -> None:
+        # Spilled records are priced during their replay: submit more just then.
+        if being_priced.request_bytes == 0 and not submitted_during_replay:
+            for index in range(100, 105):
+                submitted_during_replay.append(index)
+                recorder.submit(record(index))
+
+    # With no room in the queue, every call goes straight to the spill file.
+    recorder = Recorder(load_settings(), batch_window=0, max_queued=0, pricer=TroublePricer(trouble))
+    for index in range(10):
+        recorder.submit(record(index))
+    with running(recorder):
+        wait_until(lambda: len(rows(isolated_home)) == 15)
+    assert submitted_during_replay == list(range(100, 105))
+    assert indexes(isolated_home) == [*range(10), *range(100, 105)]
+    assert not recorder.spill.exists()
+
+
+def test_close_replays_what_was_spilled_past_the_queue_bound(isolated_home: Path) -> None:
+    recorder = Recorder(load_settings(), batch_window=0, max_queued=0)
+    recorder.start()
+    for index in range(3):
+        recorder.submit(record(index))
+    recorder.close()
+    assert indexes(isolated_home) == [0, 1, 2]
+    assert not recorder.spill.exists()
