@@ -316,7 +316,6 @@ class Recorder:
         self._alive = False
         self._started = False
         self._finished = False
-        self._closed = False
         self._connection: sqlite3.Connection | None = None
         self._next_replay = 0.0
         self._database_ok = False  # whether the last attempt to write the database worked
@@ -370,7 +369,6 @@ class Recorder:
                 break
             if not self._alive:
                 self._queue.put_nowait(_STOP)  # the thread that died may have taken the first one
-        self._closed = True
 
     def health(self) -> dict[str, Any]:
         """The writer's state for /healthz and `switch status` (no secrets); revives a dead writer."""
@@ -409,7 +407,8 @@ class Recorder:
             self._failed("writer", exc, "calls wait in the queue")
 
     def _supervise(self, closing: bool = False) -> None:
-        if not self._started or (self._closed and not closing):
+        # Once `close` began, only `close` restarts a writer: it then stops it again by itself.
+        if not self._started or self._finished or (self._stop_requested.is_set() and not closing):
             return
         with self._supervisor_lock:
             if self._alive:

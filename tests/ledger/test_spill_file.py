@@ -85,7 +85,11 @@ def spill_lines(draw: st.DrawFn) -> tuple[list[bytes], set[int]]:
         elif kind == "junk":
             lines.append(draw(st.binary(max_size=60)))
         else:
-            lines.append(orjson.dumps(draw(st.one_of(st.integers(), st.text(max_size=10), st.lists(st.none())))))
+            lines.append(
+                orjson.dumps(
+                    draw(st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=10), st.lists(st.none())))
+                )
+            )
     return lines, good
 
 
