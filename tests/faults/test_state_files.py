@@ -61,6 +61,8 @@ def test_every_state_file_is_private_under_a_permissive_umask(tmp_path: Path) ->
             locker = hold_lock(home / "ledger.db", 3)  # the next record cannot be written: it is spilled
             client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "second"}])
             wait_until(lambda: (home / "ledger.spill.jsonl").exists())
+            # Looked at while it exists: once the lock goes, the rows are replayed and the file removed.
+            spill_mode = stat.S_IMODE((home / "ledger.spill.jsonl").stat().st_mode)
             locker.wait(10)
             time.sleep(0.2)
         finally:
@@ -68,7 +70,8 @@ def test_every_state_file_is_private_under_a_permissive_umask(tmp_path: Path) ->
 
     created = sorted(path.relative_to(home).as_posix() for path in home.rglob("*"))
     assert live_modes == {"ledger.db-wal": 0o600, "ledger.db-shm": 0o600}, live_modes
-    for expected in ("active-preset", "keys.json", "wiring", "run", "logs", "ledger.db", "ledger.spill.jsonl"):
+    assert spill_mode == 0o600
+    for expected in ("active-preset", "keys.json", "wiring", "run", "logs", "ledger.db"):
         assert any(name.startswith(expected) for name in created), (expected, created)
     modes = {
         path.relative_to(tmp_path).as_posix(): oct(stat.S_IMODE(path.stat().st_mode))
