@@ -76,6 +76,7 @@ def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     while not answers_health(port):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
+            process.wait(30)  # reaped here: the caller never gets it
             raise RuntimeError("switch serve did not start")
         time.sleep(0.05)
     return process
