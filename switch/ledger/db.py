@@ -18,9 +18,13 @@ def open_for_writing(path: Path | None = None, busy_timeout: float = 0.25) -> sq
         descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(descriptor)
     connection = sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")
-    migrate(connection)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        migrate(connection)
+    except BaseException:
+        connection.close()  # locked or damaged: the caller tries again later with a new one
+        raise
     return connection
 
 
