@@ -13,6 +13,33 @@ def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str
     return {"check": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
 
 
+def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
+    """(ok, one line, the fix) for the `ledger` part of a running proxy's /healthz."""
+    cause = f" (last error: {ledger['last_error']})" if ledger.get("last_error") else ""
+    if not ledger.get("writer_alive", True):
+        return (
+            False,
+            f"writer stopped{cause}; the next call restarts it",
+            "if this repeats, see the proxy log (switch status shows where) and restart: switch down && switch up",
+        )
+    if ledger.get("unsaved"):
+        return (
+            False,
+            f"{ledger['unsaved']} calls held only in memory: neither ledger.db nor its spill file "
+            f"can be written{cause}",
+            "free disk space under SWITCH_HOME (they are written once possible; stopping the proxy now loses them)",
+        )
+    if ledger.get("spill_bytes"):
+        return (
+            False,
+            f"{ledger.get('spilled_rows', 0)} rows ({ledger['spill_bytes']} bytes) wait in the spill file: "
+            f"ledger.db is not writable{cause}",
+            "close what holds ledger.db (another program or a second switch) and check free disk space; "
+            "the rows are replayed on their own",
+        )
+    return True, f"writer alive, {ledger.get('queued', 0)} queued, nothing spilled", None
+
+
 def diagnose(probe: bool = False) -> list[dict[str, Any]]:
     """Run every check; each failed one carries its fix."""
     from switch import daemon, keys, wiring
@@ -60,7 +87,8 @@ def diagnose(probe: bool = False) -> list[dict[str, Any]]:
     record = daemon.read_record()
     if record is not None and daemon.pid_alive(int(record["pid"])):
         port = int(record["port"])
-    up = daemon.healthy(port) is not None
+    health = daemon.healthy(port)
+    up = health is not None
     results.append(
         _check(
             "proxy",
@@ -69,6 +97,8 @@ def diagnose(probe: bool = False) -> list[dict[str, Any]]:
             "switch up",
         )
     )
+    if health is not None and isinstance(health.get("ledger"), dict):
+        results.append(_check("ledger", *ledger_summary(health["ledger"])))
     for harness in ("claude", "codex", "langchain"):
         state = wiring.state(harness)
         results.append(

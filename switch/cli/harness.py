@@ -120,6 +120,12 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 f"running on 127.0.0.1:{result['port']} (pid {result['pid']}) since {since}; preset {result['preset']}"
             )
+            ledger = (result.get("health") or {}).get("ledger")
+            if isinstance(ledger, dict):
+                from switch.cli.doctor import ledger_summary
+
+                ok, line, fix = ledger_summary(ledger)
+                typer.echo(f"ledger: {line}" if ok else f"warning: ledger: {line}\n  fix: {fix}")
         elif result.get("stale"):
             typer.echo(f"not running (stale record: pid {result['pid']} is gone; `switch up` cleans it up)")
         else:

@@ -66,8 +66,9 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         """,
     ),
 )
-ROLLUP_KEYS = ("hour", "harness", "role", "preset", "provider", "served_model", "requested_model")
-SESSION_KEYS = ("hour", "session_id", "harness")
+# Migration 3's hourly rollups keep their own key names: a shipped migration never changes.
+_HOURLY_KEYS = ("hour", "harness", "role", "preset", "provider", "served_model", "requested_model")
+_HOURLY_SESSION_KEYS = ("hour", "session_id", "harness")
 ROLLUP_SUMS = (
     "calls",
     "errors",
@@ -99,7 +100,7 @@ MIGRATIONS = (
             hour INTEGER NOT NULL, harness TEXT NOT NULL, role TEXT NOT NULL, preset TEXT NOT NULL,
             provider TEXT NOT NULL, served_model TEXT NOT NULL, requested_model TEXT NOT NULL,
             {_SUM_COLUMNS}, first_at REAL, last_at REAL,
-            PRIMARY KEY ({", ".join(ROLLUP_KEYS)})
+            PRIMARY KEY ({", ".join(_HOURLY_KEYS)})
         ) WITHOUT ROWID;
         INSERT INTO rollup
         SELECT CAST(started_at / 3600 AS INTEGER) * 3600, harness, role, preset, provider, served_model,
@@ -108,7 +109,7 @@ MIGRATIONS = (
         CREATE TABLE rollup_session (
             hour INTEGER NOT NULL, session_id TEXT NOT NULL, harness TEXT NOT NULL,
             {_SUM_COLUMNS}, first_at REAL, last_at REAL,
-            PRIMARY KEY ({", ".join(SESSION_KEYS)})
+            PRIMARY KEY ({", ".join(_HOURLY_SESSION_KEYS)})
         ) WITHOUT ROWID;
         INSERT INTO rollup_session
         SELECT CAST(started_at / 3600 AS INTEGER) * 3600, COALESCE(session_id, ''), harness, {_SUM_SELECT}
@@ -116,31 +117,91 @@ MIGRATIONS = (
         """,
     ),
 )
+# Rollups are kept per quarter hour: every time zone in use today is a whole number of quarter hours
+# from UTC (India +5:30, Newfoundland -3:30, Nepal +5:45, Chatham +12:45), so every local midnight and
+# every local hour starts on a bucket edge and a report by local day or hour is a sum of whole buckets.
+# Hourly buckets cannot give a local day in a :30 or :45 zone; a quarter hour costs at most four times
+# the rows of an hour, which stays small next to the calls themselves.
+BUCKET_SECONDS = 900
+ROLLUP_KEYS = ("bucket", "harness", "role", "preset", "provider", "served_model", "requested_model")
+SESSION_KEYS = ("bucket", "session_id", "harness")
+MIGRATIONS = (
+    *MIGRATIONS,
+    (
+        4,
+        "quarter-hour rollups, so local days add up in every time zone",
+        f"""
+        DROP TABLE rollup;
+        DROP TABLE rollup_session;
+        CREATE TABLE rollup (
+            bucket INTEGER NOT NULL, harness TEXT NOT NULL, role TEXT NOT NULL, preset TEXT NOT NULL,
+            provider TEXT NOT NULL, served_model TEXT NOT NULL, requested_model TEXT NOT NULL,
+            {_SUM_COLUMNS}, first_at REAL, last_at REAL,
+            PRIMARY KEY ({", ".join(ROLLUP_KEYS)})
+        ) WITHOUT ROWID;
+        INSERT INTO rollup
+        SELECT CAST(started_at / {BUCKET_SECONDS} AS INTEGER) * {BUCKET_SECONDS}, harness, role, preset, provider,
+               served_model, requested_model, {_SUM_SELECT}
+        FROM calls GROUP BY 1, 2, 3, 4, 5, 6, 7;
+        CREATE TABLE rollup_session (
+            bucket INTEGER NOT NULL, session_id TEXT NOT NULL, harness TEXT NOT NULL,
+            {_SUM_COLUMNS}, first_at REAL, last_at REAL,
+            PRIMARY KEY ({", ".join(SESSION_KEYS)})
+        ) WITHOUT ROWID;
+        INSERT INTO rollup_session
+        SELECT CAST(started_at / {BUCKET_SECONDS} AS INTEGER) * {BUCKET_SECONDS}, COALESCE(session_id, ''), harness,
+               {_SUM_SELECT}
+        FROM calls GROUP BY 1, 2, 3;
+        """,
+    ),
+)
 LATEST = MIGRATIONS[-1][0]
+_VERSION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
+)
 
 
 def current_version(connection: sqlite3.Connection) -> int:
     """The highest migration applied to this database (0 for a new one)."""
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
-    )
+    connection.execute(_VERSION_TABLE)
+    return _applied(connection)
+
+
+def _applied(connection: sqlite3.Connection) -> int:
     row = connection.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)
 
 
 def migrate(connection: sqlite3.Connection, upto: int = LATEST) -> int:
     """Apply every pending migration up to `upto`, each in its own transaction; return the version."""
-    version = current_version(connection)
-    for number, name, sql in MIGRATIONS:
-        if number <= version or number > upto:
-            continue
-        with connection:
-            for statement in sql.split(";"):
-                if statement.strip():
-                    connection.execute(statement)
-            connection.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (number, name, time.time()),
-            )
-        version = number
+    # Python's sqlite3 commits DDL as it goes unless it is told to stay out of transaction control:
+    # in autocommit mode the explicit BEGIN below is the only transaction, so a crash anywhere inside
+    # a migration leaves the database exactly as it was before that migration.
+    isolation_level = connection.isolation_level
+    connection.isolation_level = None
+    try:
+        version = current_version(connection)
+        for number, name, sql in MIGRATIONS:
+            if number <= version or number > upto:
+                continue
+            # IMMEDIATE takes the write lock first, so two processes starting at once cannot both
+            # apply the same migration: the second sees the version the first committed.
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                if _applied(connection) < number:
+                    for statement in sql.split(";"):
+                        if statement.strip():
+                            connection.execute(statement)
+                    connection.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                        (number, name, time.time()),
+                    )
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+            version = number
+    finally:
+        connection.isolation_level = isolation_level
     return version

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import statistics
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from switch.ledger.migrations import ROLLUP_SUMS
+from switch.ledger.migrations import BUCKET_SECONDS, ROLLUP_SUMS
 
 GROUPS: dict[str, str] = {
     "day": "strftime('%Y-%m-%d', started_at, 'unixepoch', 'localtime')",
@@ -22,10 +23,12 @@ GROUPS: dict[str, str] = {
     "provider": "provider",
     "requested": "requested_model || ' → ' || served_model",
 }
-# The same groups over the hourly rollups (session ids are stored there as '' for none).
+# The same groups over the quarter-hour rollups (session ids are stored there as '' for none). A local
+# day is a whole number of quarter hours in every zone (see migrations.BUCKET_SECONDS), so the local
+# date of a bucket's start is the date of every call in it.
 ROLLUP_GROUPS: dict[str, str] = {
     **GROUPS,
-    "day": "strftime('%Y-%m-%d', hour, 'unixepoch', 'localtime')",
+    "day": "strftime('%Y-%m-%d', bucket, 'unixepoch', 'localtime')",
     "session": "CASE WHEN session_id = '' THEN '(none)' ELSE session_id END",
 }
 _CALLS_SUMS = """COUNT(*), SUM(outcome != 'completed'), SUM(fallback_attempt > 0), SUM(cost_micros),
@@ -140,23 +143,23 @@ def _merge(target: dict[Any, list[Any]], rows: Any) -> None:
 def _aggregate(
     connection: sqlite3.Connection, by: str | None, since: float | None, until: float | None
 ) -> dict[Any, list[Any]]:
-    """Per-group sums: whole hours from the rollup table, the partial hours at the edges from calls."""
-    first_hour = None if since is None else -(-int(since) // 3600) * 3600
-    last_hour = None if until is None else int(until) // 3600 * 3600
+    """Per-group sums: whole buckets from the rollup table, the partial buckets at the edges from calls."""
+    first_bucket = None if since is None else -int(-since // BUCKET_SECONDS) * BUCKET_SECONDS
+    last_bucket = None if until is None else int(until // BUCKET_SECONDS) * BUCKET_SECONDS
     merged: dict[Any, list[Any]] = {}
-    clauses, params = _in_range("hour", first_hour, last_hour)
+    clauses, params = _in_range("bucket", first_bucket, last_bucket)
     where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
     rollup_group = ROLLUP_GROUPS[by] if by else "'all'"
     table = "rollup_session" if by == "session" else "rollup"
     _merge(merged, connection.execute(f"SELECT {rollup_group}, {_ROLLUP_SUMS} FROM {table} {where} GROUP BY 1", params))
     calls_group = GROUPS[by] if by else "'all'"
     edges: list[tuple[float | None, float | None]] = []
-    if since is not None and first_hour is not None:
-        edges.append((since, float(first_hour) if until is None else min(float(first_hour), until)))
-    if until is not None and last_hour is not None:
-        edges.append((max(float(last_hour), since) if since is not None else float(last_hour), until))
-    if since is not None and until is not None and first_hour is not None and last_hour is not None:
-        if first_hour >= last_hour:  # the range lies inside one or two partial hours: count it once
+    if since is not None and first_bucket is not None:
+        edges.append((since, float(first_bucket) if until is None else min(float(first_bucket), until)))
+    if until is not None and last_bucket is not None:
+        edges.append((max(float(last_bucket), since) if since is not None else float(last_bucket), until))
+    if since is not None and until is not None and first_bucket is not None and last_bucket is not None:
+        if first_bucket >= last_bucket:  # the range lies inside one or two partial buckets: count it once
             edges = [(since, until)]
     for low, high in edges:
         if low is not None and high is not None and low >= high:
@@ -296,14 +299,38 @@ def series(
     bucket_seconds: int,
     by: str = "model",
 ) -> list[tuple[float, str, int]]:
-    """Spend per time bucket and group: (bucket start, group, micro-USD), oldest first."""
-    where, params = _where(since, until)
-    group_sql = GROUPS[by]
-    sql = f"""
-        SELECT CAST(started_at / ? AS INTEGER) * ? AS bucket, {group_sql} AS grp, SUM(COALESCE(cost_micros, 0))
-        FROM calls {where} GROUP BY bucket, grp ORDER BY bucket
+    """Spend per local time bucket and group: (bucket start, group, micro-USD), oldest first.
+
+    `bucket_seconds` divides a day; buckets start at local midnight, so a day bucket is a local day.
     """
-    return [(row[0], row[1], row[2]) for row in connection.execute(sql, [bucket_seconds, bucket_seconds, *params])]
+    if bucket_seconds <= 0 or 86400 % bucket_seconds:
+        raise ValueError(f"a series bucket must divide a day, not {bucket_seconds} s")
+    # SQLite sums per UTC slot with plain arithmetic (no time zone lookup per call); every local
+    # bucket edge falls on a slot edge (zones are whole quarter hours from UTC), so each slot is
+    # then placed in its local bucket here, one time zone lookup per slot.
+    slot_seconds = math.gcd(bucket_seconds, BUCKET_SECONDS)
+    where, params = _where(since, until)
+    sql = f"""
+        SELECT CAST(started_at / ? AS INTEGER) * ?, {GROUPS[by]}, SUM(COALESCE(cost_micros, 0))
+        FROM calls {where} GROUP BY 1, 2
+    """
+    totals: dict[tuple[int, str], int] = {}
+    bucket_of_slot: dict[int, int] = {}
+    for slot, group, micros in connection.execute(sql, [slot_seconds, slot_seconds, *params]):
+        bucket = bucket_of_slot.get(slot)
+        if bucket is None:
+            bucket = bucket_of_slot[slot] = local_bucket_start(slot, bucket_seconds)
+        totals[(bucket, group)] = totals.get((bucket, group), 0) + micros
+    ordered = sorted(totals.items(), key=lambda item: (item[0][0], str(item[0][1])))
+    return [(bucket, group, micros) for (bucket, group), micros in ordered]
+
+
+def local_bucket_start(moment: float, bucket_seconds: int) -> int:
+    """Start of the local-time bucket holding `moment`: local midnight plus whole buckets (a day: midnight)."""
+    midnight = datetime.fromtimestamp(moment).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+    if bucket_seconds >= 86400:
+        return int(midnight)  # a day with a daylight-saving change lasts 23 or 25 hours: still one bucket
+    return int(midnight + (moment - midnight) // bucket_seconds * bucket_seconds)
 
 
 def recent_problems(connection: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:

@@ -1,18 +1,26 @@
-"""The only writer of the ledger: a queue and one thread, off the request path.
+"""The only writer of the ledger: a bounded queue and one supervised thread, off the request path.
 
-`submit` never blocks: it puts the record on a queue. The writer thread takes records in batches,
-prices them (so no price lookup ever runs on the request path), and inserts each batch in one
-transaction. When SQLite cannot be written (locked by another process, read-only, full), the rows
-go to a spill file (JSON lines, flushed per batch) and are replayed once writing works again, and
-at the next start. `close` drains the queue before it returns. Rows never hold prompts or keys.
+`submit` never blocks and never raises. It puts the record on a queue of at most `MAX_QUEUED`
+records; past that bound (a writer that is stuck or dead) it appends the record to the spill file
+instead, so memory stays bounded. The writer thread takes records in batches, prices them (so no price
+lookup ever runs on the request path), and inserts each batch in one transaction. When the database
+cannot be written (locked by another process, read-only, full, or any other error) the rows go to the
+spill file (JSON lines, flushed per batch) and are replayed once writing works again, and at the next
+start. Rows that cannot even be spilled (a full disk) stay in memory and are retried: nothing is
+dropped while the process lives. Each kind of failure is logged once until writing works again, and
+`health()` reports it; a writer thread that dies anyway is restarted by the next `submit` or
+`health()`. `close` drains the queue before it returns. Rows never hold prompts or keys.
 """
 
 from __future__ import annotations
 
+import collections
+import errno
 import logging
 import os
 import queue
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +33,7 @@ import orjson
 from switch import locations
 from switch.config import Settings
 from switch.ledger.db import open_for_writing
-from switch.ledger.migrations import ROLLUP_KEYS, ROLLUP_SUMS, SESSION_KEYS
+from switch.ledger.migrations import BUCKET_SECONDS, ROLLUP_KEYS, ROLLUP_SUMS, SESSION_KEYS
 from switch.ledger.pricing import PriceTable
 from switch.ledger.record import CallRecord
 from switch.protocols.ir import Usage
@@ -74,6 +82,74 @@ COLUMNS: tuple[str, ...] = (
 )
 _INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
 _STOP = object()
+MAX_QUEUED = 10_000
+"""Records the queue holds at most; past it `submit` appends to the spill file (about 1 KB a record)."""
+_RETRY_SECONDS = 1.0
+_STORAGE_STAGES = ("database:", "spill:", "replay:", "writer:")
+_RECORD_MARK = "_unpriced_record"
+"""Marks a spill line written by `submit` past the queue bound: a record, priced when replayed."""
+
+# What each column accepts, so a damaged spill line is skipped instead of failing its whole replay.
+# Numbers stay within 2**53, which SQLite and the rollup sums hold without overflow.
+_TEXT, _INTEGER, _NUMBER = (str,), (int,), (int, float)
+_COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    **dict.fromkeys(
+        (
+            "harness",
+            "role",
+            "preset",
+            "requested_model",
+            "provider",
+            "served_model",
+            "inbound_api",
+            "upstream_api",
+            "outcome",
+        ),
+        (_TEXT, True),
+    ),
+    **dict.fromkeys(
+        ("session_id", "agent_id", "stop_reason", "price_source", "native_price_source", "fallback_trigger", "error"),
+        (_TEXT, False),
+    ),
+    **dict.fromkeys(
+        (
+            "streamed",
+            "http_status",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+            "usage_reported",
+            "fallback_attempt",
+            "request_bytes",
+            "response_bytes",
+        ),
+        (_INTEGER, True),
+    ),
+    **dict.fromkeys(("cost_micros", "native_cost_micros", "cache_savings_micros"), (_INTEGER, False)),
+    "started_at": (_NUMBER, True),
+    "duration_ms": (_NUMBER, True),
+    **dict.fromkeys(
+        ("price_input", "price_cached_input", "price_cache_write", "price_output", "ttft_ms", "output_tps"),
+        (_NUMBER, False),
+    ),
+}
+_NUMBER_LIMIT = 2**53
+
+
+def storable(row: dict[str, Any]) -> bool:
+    """Whether `row` (read back from the spill file) fits the calls table."""
+    for column, (kinds, required) in _COLUMN_KINDS.items():
+        value = row.get(column)
+        if value is None:
+            if required:
+                return False
+        elif not isinstance(value, kinds):
+            return False
+        elif isinstance(value, int | float) and not -_NUMBER_LIMIT <= value <= _NUMBER_LIMIT:
+            return False
+    return True
 
 
 def _upsert(table: str, keys: tuple[str, ...]) -> str:
@@ -121,11 +197,11 @@ def _sums(rows: list[dict[str, Any]], key_of: Any) -> list[tuple[Any, ...]]:
 
 
 def rollup_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Per-hour sums of a batch of rows, keyed like the `rollup` table."""
+    """Per-bucket sums of a batch of rows, keyed like the `rollup` table."""
     return _sums(
         rows,
         lambda row: (
-            int(row["started_at"] // 3600) * 3600,
+            int(row["started_at"] // BUCKET_SECONDS) * BUCKET_SECONDS,
             row["harness"],
             row["role"],
             row["preset"],
@@ -137,8 +213,15 @@ def rollup_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def session_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Per-hour sums of a batch of rows by session, keyed like the `rollup_session` table."""
-    return _sums(rows, lambda row: (int(row["started_at"] // 3600) * 3600, row["session_id"] or "", row["harness"]))
+    """Per-bucket sums of a batch of rows by session, keyed like the `rollup_session` table."""
+    return _sums(
+        rows,
+        lambda row: (
+            int(row["started_at"] // BUCKET_SECONDS) * BUCKET_SECONDS,
+            row["session_id"] or "",
+            row["harness"],
+        ),
+    )
 
 
 _RECORD_FIELDS = tuple(field.name for field in fields(CallRecord))
@@ -203,7 +286,7 @@ class Pricer:
 
 
 class Recorder:
-    """Queue + writer thread + spill file. Use `start()` once and `close()` at shutdown."""
+    """Queue + supervised writer thread + spill file. Use `start()` once and `close()` at shutdown."""
 
     def __init__(
         self,
@@ -213,73 +296,221 @@ class Recorder:
         batch_size: int = 1000,
         clock: Callable[[], float] = time.monotonic,
         batch_window: float = 0.2,
+        max_queued: int = MAX_QUEUED,
+        pricer: Pricer | None = None,
     ) -> None:
-        self.pricer = Pricer(settings)
+        self.pricer = pricer or Pricer(settings)
         self.database = database or locations.ledger_file()
         self.spill = spill or spill_file()
         self.batch_size = batch_size
         self.batch_window = batch_window
+        self.max_queued = max_queued
         self._clock = clock
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="switch-ledger-writer", daemon=True)
+        # Held while the spill file is appended to, read for replay, or cut: `submit` (past the
+        # queue bound) and the writer both append to it.
+        self._spill_lock = threading.Lock()
+        self._supervisor_lock = threading.Lock()
+        self._stop_requested = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._alive = False
+        self._started = False
+        self._finished = False
         self._connection: sqlite3.Connection | None = None
         self._next_replay = 0.0
+        self._database_ok = False  # whether the last attempt to write the database worked
+        self._spill_offset = 0  # bytes at the head of the spill file already in the database
+        self._spill_descriptor: int | None = None
+        self._spill_end = 0  # where the next append starts
+        self._spill_rows = 0
+        # Records and rows on their way: attributes, not locals, so that a writer thread that dies
+        # leaves them to the one that replaces it.
+        self._taken: list[CallRecord] = []
+        self._unsaved: list[dict[str, Any]] = []
+        self._overflow: collections.deque[CallRecord] = collections.deque()
+        self._reported: set[str] = set()
+        self._report_lock = threading.Lock()
+        self.last_error: str | None = None
+        self.restarts = 0
         self.written = 0
         self.spilled = 0
 
     def start(self) -> None:
         """Start the writer thread (which first replays any spill file)."""
-        self._thread.start()
+        self._started = True
+        self._launch()
 
     def submit(self, record: CallRecord) -> None:
-        """Queue one record; never blocks."""
-        self._queue.put_nowait(record)
+        """Queue one record; never blocks, never raises (past the queue bound it goes to the spill file)."""
+        try:
+            if not self._alive:
+                self._supervise()
+            if self._queue.qsize() < self.max_queued:
+                self._queue.put_nowait(record)
+            else:
+                self._spill_record(record)
+        except Exception as exc:  # the request path never sees a ledger failure; the record is kept
+            self._overflow.append(record)
+            self._failed("submit", exc, "the call is kept in memory and retried")
 
     def close(self, timeout: float = 10.0) -> None:
-        """Write everything queued, then stop."""
+        """Write everything queued, then stop (a dead writer is restarted to do it)."""
+        deadline = time.monotonic() + timeout
+        self._stop_requested.set()
         self._queue.put_nowait(_STOP)
-        self._thread.join(timeout)
+        if not self._started:
+            self.start()
+        while True:
+            if not self._alive and not self._finished:
+                self._supervise(closing=True)
+            if self._thread is not None:
+                self._thread.join(max(0.0, deadline - time.monotonic()))
+            if self._finished or time.monotonic() >= deadline:
+                break
+            if not self._alive:
+                self._queue.put_nowait(_STOP)  # the thread that died may have taken the first one
+
+    def health(self) -> dict[str, Any]:
+        """The writer's state for /healthz and `switch status` (no secrets); revives a dead writer."""
+        alive = self._alive
+        spill_bytes = max(0, self._spill_size() - self._spill_offset)
+        unsaved = len(self._unsaved) + len(self._overflow)
+        report = {
+            "ok": alive and not spill_bytes and not unsaved,
+            "writer_alive": alive,
+            "restarts": self.restarts,
+            "queued": self._queue.qsize() + len(self._taken),
+            "unsaved": unsaved,
+            "spilled_rows": self._spill_rows if spill_bytes else 0,
+            "spill_bytes": spill_bytes,
+            "written": self.written,
+            "last_error": self.last_error,
+        }
+        if not alive:
+            self._supervise()
+        return report
+
+    def spill_pending(self) -> bool:
+        """Whether rows are waiting in the spill file."""
+        return self._spill_size() > self._spill_offset
+
+    # ---- supervision ---------------------------------------------------------------------------
+
+    def _launch(self) -> None:
+        thread = threading.Thread(target=self._run, name="switch-ledger-writer", daemon=True)
+        self._alive = True
+        self._thread = thread
+        try:
+            thread.start()
+        except RuntimeError as exc:  # no thread to be had right now: the next check tries again
+            self._alive = False
+            self._failed("writer", exc, "calls wait in the queue")
+
+    def _supervise(self, closing: bool = False) -> None:
+        # Once `close` began, only `close` restarts a writer: it then stops it again by itself.
+        if not self._started or self._finished or (self._stop_requested.is_set() and not closing):
+            return
+        with self._supervisor_lock:
+            if self._alive:
+                return
+            self.restarts += 1
+            log.error("the ledger writer thread had stopped (%s); started a new one", self.last_error or "no error")
+            self._launch()
+
+    def _failed(self, stage: str, exc: BaseException, consequence: str) -> None:
+        """Remember why `stage` failed; log it once per kind until writing works again."""
+        name = type(exc).__name__
+        code = errno.errorcode.get(exc.errno, "") if isinstance(exc, OSError) and exc.errno else ""
+        kind = f"{stage}:{name}({code})" if code else f"{stage}:{name}"
+        with self._report_lock:
+            self.last_error = kind
+            if kind in self._reported:
+                return
+            self._reported.add(kind)
+        log.warning("ledger %s failed (%s: %s); %s", stage, name, exc, consequence)
 
     # ---- writer thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        except BaseException as exc:  # the thread ends either way: say why; the supervisor restarts it
+            self._failed("writer", exc, "the writer thread stopped; the next call restarts it")
+        finally:
+            self._drop_connection()
+            self._alive = False
+
+    def _serve(self) -> None:
         self._replay()
-        stopping = False
-        while not stopping:
-            batch: list[CallRecord] = []
+        while True:
+            stopping = self._gather()
             try:
-                item = self._queue.get(timeout=1.0)
+                self._flush()
+            except Exception as exc:  # whatever it was, the rows stay in memory and are retried
+                self._failed("writer", exc, "the rows are kept and retried")
+            if stopping:
+                break
+        if self.spill_pending():
+            self._replay()  # rows spilled past the queue bound need not wait for the next start
+        with self._spill_lock:
+            self._close_spill()
+        left = len(self._taken) + len(self._unsaved) + len(self._overflow)
+        if left:
+            log.error("%d calls could not be recorded: the ledger and its spill file both failed", left)
+        self._finished = True
+
+    def _gather(self) -> bool:
+        """Take the next batch off the queue; True once `close` asked to stop."""
+        if len(self._taken) + len(self._unsaved) >= self.batch_size:
+            # The last batch is still unsaved: retry it before taking more, so the queue's bound
+            # (and the spill file past it) keeps memory in check.
+            if not self._stop_requested.wait(_RETRY_SECONDS):
+                return False
+            timeout: float | None = None
+        else:
+            timeout = _RETRY_SECONDS
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        if item is not _STOP and self.batch_window and self._queue.qsize() < self.batch_size:
+            # Let the calls of the next moment join this one: one transaction for all of them,
+            # and no wake-up of this thread (and fight for the GIL) per proxied call. A backlog
+            # of a full batch is written at once.
+            time.sleep(self.batch_window)
+        stopping = False
+        while True:
+            if item is _STOP:
+                stopping = True
+            else:
+                self._taken.append(item)
+            if len(self._taken) >= self.batch_size and not stopping:
+                break
+            try:
+                item = self._queue.get_nowait()
             except queue.Empty:
-                if self.spill_pending():
-                    self._replay()
-                continue
-            if item is not _STOP and self.batch_window and self._queue.qsize() < self.batch_size:
-                # Let the calls of the next moment join this one: one transaction for all of them,
-                # and no wake-up of this thread (and fight for the GIL) per proxied call. A backlog
-                # of a full batch is written at once.
-                time.sleep(self.batch_window)
-            while True:
-                if item is _STOP:
-                    stopping = True
-                else:
-                    batch.append(item)
-                if len(batch) >= self.batch_size:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if batch:
-                rows = []
-                for record in batch:
-                    try:
-                        rows.append(self.pricer.row(record))
-                    except (ArithmeticError, ValueError, TypeError) as exc:
-                        log.error("could not price a call record: %s", exc)
-                        rows.append(self._unpriced(record))
-                self._write(rows)
-        if self._connection is not None:
-            self._connection.close()
+                break
+        return stopping
+
+    def _flush(self) -> None:
+        while self._overflow:
+            self._taken.append(self._overflow.popleft())
+        if self._taken:
+            rows = [self._price(record) for record in self._taken]
+            self._unsaved.extend(rows)
+            self._taken.clear()
+        if self._unsaved:
+            if self._write(self._unsaved):
+                self._unsaved = []
+        elif self.spill_pending() and self._clock() >= self._next_replay:
+            self._replay()
+
+    def _price(self, record: CallRecord) -> dict[str, Any]:
+        try:
+            return self.pricer.row(record)
+        except Exception as exc:
+            self._failed("pricing", exc, "the call is recorded unpriced")
+            return self._unpriced(record)
 
     def _unpriced(self, record: CallRecord) -> dict[str, Any]:
         row = asdict(record)
@@ -299,18 +530,33 @@ class Recorder:
             connection.executemany(_UPSERT_ROLLUP, rollup_deltas(rows))
             connection.executemany(_UPSERT_SESSION, session_deltas(rows))
         self.written += len(rows)
+        self._database_ok = True
+        with self._report_lock:
+            troubles = {kind for kind in self._reported if kind.startswith(_STORAGE_STAGES)}
+            self._reported -= troubles  # a new failure of the same kind is news again
+        if troubles:
+            log.info("the ledger is written again")
 
-    def _write(self, rows: list[dict[str, Any]]) -> None:
-        if self.spill_pending() and self._clock() >= self._next_replay:
+    def _write(self, rows: list[dict[str, Any]]) -> bool:
+        """Put `rows` in the database, else in the spill file; False when neither took them."""
+        # While the database takes rows, spilled ones (past the queue bound) go in first at once;
+        # while it does not, it is tried once a second, not once a batch.
+        if self.spill_pending() and (self._database_ok or self._clock() >= self._next_replay):
             self._replay()
         if not self.spill_pending():
             try:
                 self._insert(rows)
-                return
-            except sqlite3.Error as exc:
-                log.warning("ledger not writable (%s); keeping %d rows in %s", exc, len(rows), self.spill)
+                return True
+            except Exception as exc:
+                self._failed("database", exc, f"rows go to {self.spill}")
+                self._database_ok = False
                 self._drop_connection()
-        self._spill(rows)
+        try:
+            self._spill(rows)
+        except Exception as exc:
+            self._failed("spill", exc, "rows stay in memory and are retried")
+            return False
+        return True
 
     def _drop_connection(self) -> None:
         if self._connection is not None:
@@ -320,41 +566,150 @@ class Recorder:
                 pass
             self._connection = None
 
-    def _spill(self, rows: list[dict[str, Any]]) -> None:
-        locations.ensure_private_dir(self.spill.parent)
-        descriptor = os.open(self.spill, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(descriptor, "ab") as handle:
-            handle.write(b"".join(orjson.dumps(row) + b"\n" for row in rows))
-            handle.flush()
-            os.fsync(handle.fileno())
-        self.spilled += len(rows)
-        self._next_replay = self._clock() + 1.0
+    # ---- spill file ----------------------------------------------------------------------------
 
-    def spill_pending(self) -> bool:
-        """Whether rows are waiting in the spill file."""
+    def _spill(self, rows: list[dict[str, Any]]) -> None:
+        data = b"".join(orjson.dumps(row) + b"\n" for row in rows)
+        with self._spill_lock:
+            self._append(data, durable=True)
+            self._spill_rows += len(rows)
+            self.spilled += len(rows)
+        self._next_replay = self._clock() + _RETRY_SECONDS
+
+    def _spill_record(self, record: CallRecord) -> None:
+        # Runs on the request path, past the queue bound only: one small append, no fsync (the
+        # writer's own batches are fsynced; this path exists so that memory stays bounded).
+        line = {_RECORD_MARK: True, **{name: getattr(record, name) for name in _RECORD_FIELDS}}
+        data = orjson.dumps(line) + b"\n"
         try:
-            return self.spill.stat().st_size > 0
-        except FileNotFoundError:
-            return False
+            with self._spill_lock:
+                self._append(data, durable=False)
+                self._spill_rows += 1
+                self.spilled += 1
+        except OSError as exc:
+            self._overflow.append(record)
+            self._failed("spill", exc, "calls past the queue bound stay in memory and are retried")
+
+    def _append(self, data: bytes, durable: bool) -> None:
+        """Append whole lines to the spill file, all or nothing (the caller holds the spill lock)."""
+        if self._spill_descriptor is None:
+            # Opened once and kept while appends work: past the queue bound, one write per call.
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+            try:
+                descriptor = os.open(self.spill, flags, 0o600)
+            except FileNotFoundError:
+                locations.ensure_private_dir(self.spill.parent)
+                descriptor = os.open(self.spill, flags, 0o600)
+            try:
+                size = os.fstat(descriptor).st_size
+                if size and os.pread(descriptor, 1, size - 1) != b"\n":
+                    os.write(descriptor, b"\n")  # end a line cut short by a crash, so ours stay whole
+                    size += 1
+            except OSError:
+                os.close(descriptor)
+                raise
+            self._spill_descriptor, self._spill_end = descriptor, size
+        descriptor = self._spill_descriptor
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            if durable:
+                os.fsync(descriptor)
+        except OSError:
+            # No half-written rows: they are kept whole in memory and retried, never doubled.
+            try:
+                os.ftruncate(descriptor, self._spill_end)
+            except OSError:
+                pass
+            self._close_spill()
+            raise
+        self._spill_end += len(data)
+
+    def _close_spill(self) -> None:
+        """Let go of the append descriptor (the caller holds the spill lock), before the file is cut."""
+        if self._spill_descriptor is not None:
+            try:
+                os.close(self._spill_descriptor)
+            except OSError:
+                pass
+            self._spill_descriptor = None
+
+    def _spill_size(self) -> int:
+        try:
+            status = self.spill.stat()
+        except OSError:
+            return 0
+        return status.st_size if stat.S_ISREG(status.st_mode) else 0
 
     def _replay(self) -> None:
-        if not self.spill_pending():
-            return
-        self._next_replay = self._clock() + 1.0
-        rows: list[dict[str, Any]] = []
-        for line in self.spill.read_bytes().splitlines():
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue  # a line cut short by a crash mid-write
-            if isinstance(row, dict):
-                rows.append({column: row.get(column) for column in COLUMNS})
+        """Move the spill file's rows into the database; on failure they stay in the file."""
+        self._next_replay = self._clock() + _RETRY_SECONDS
+        start = self._spill_offset
         try:
+            with self._spill_lock:  # appends hold it too: what is read here is whole lines
+                end = self._spill_size()
+                if end <= start:
+                    if end == 0 and self.spill.is_file():
+                        self._close_spill()
+                        self.spill.unlink()  # left empty (by a crash, say): nothing waits
+                    return
+                with open(self.spill, "rb") as handle:
+                    handle.seek(start)
+                    data = handle.read(end - start)
+                lines = data.count(b"\n")
+                self._spill_rows = lines
+            lines_read = [line for line in data.splitlines() if line.strip()]
+            rows = [row for row in map(self._row_from_spill, lines_read) if row is not None]
+            if len(rows) < len(lines_read):
+                log.warning("skipped %d damaged lines in %s", len(lines_read) - len(rows), self.spill)
             if rows:
                 self._insert(rows)
-        except sqlite3.Error as exc:
-            log.info("ledger still not writable (%s); %d rows wait in %s", exc, len(rows), self.spill)
+        except Exception as exc:
+            self._failed("replay", exc, f"rows wait in {self.spill}")
+            self._database_ok = False
             self._drop_connection()
             return
-        self.spill.unlink(missing_ok=True)
+        with self._spill_lock:
+            self._spill_rows -= lines
+            self._forget(end)
         log.info("replayed %d spilled rows into the ledger", len(rows))
+
+    def _row_from_spill(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None  # a line cut short by a crash mid-write
+        if not isinstance(item, dict):
+            return None
+        if item.get(_RECORD_MARK) is True:
+            try:
+                row = self._price(CallRecord(**{name: item[name] for name in _RECORD_FIELDS if name in item}))
+            except TypeError:
+                row = None
+        else:
+            row = {column: item.get(column) for column in COLUMNS}
+        return row if row is not None and storable(row) else None
+
+    def _forget(self, end: int) -> None:
+        """Drop the spill file's first `end` bytes, now in the database (the caller holds the lock)."""
+        self._close_spill()
+        try:
+            if self._spill_size() <= end:
+                self.spill.unlink(missing_ok=True)
+            else:  # `submit` appended while the rows were replayed: keep only what it added
+                with open(self.spill, "rb") as handle:
+                    handle.seek(end)
+                    tail = handle.read()
+                partial = self.spill.with_name(self.spill.name + ".part")
+                descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(descriptor, "wb") as handle:
+                    handle.write(tail)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(partial, self.spill)
+            self._spill_offset = 0
+        except OSError as exc:
+            # The rows are in the database but stay in the file: skip them from now on.
+            self._spill_offset = end
+            self._failed("spill", exc, "replayed rows stay in the spill file and are skipped")

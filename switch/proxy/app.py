@@ -142,8 +142,16 @@ def create_app(
         }
         return Response(orjson.dumps(payload), media_type="application/json")
 
+    ledger_health = getattr(sink, "health", None)
+
     async def healthz(_request: Request) -> Response:
-        payload = {"status": "ok", "uptime_s": round(time.time() - started, 1)}
+        payload: dict[str, Any] = {"status": "ok", "uptime_s": round(time.time() - started, 1)}
+        if ledger_health is not None:
+            # Still 200 when the ledger is in trouble: calls are served (and kept) all the same, and
+            # harness start-up probes must pass; "degraded" and the figures say what is wrong.
+            payload["ledger"] = ledger = ledger_health()
+            if not ledger.get("ok", True):
+                payload["status"] = "degraded"
         return Response(orjson.dumps(payload), media_type="application/json")
 
     async def watch_presets() -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,22 @@ def test_failed_and_cancelled_calls_are_recorded(ledger_proxy: tuple[Proxy, Reco
     assert cancelled["output_tokens"] > 0  # estimated from what was streamed before the disconnect
 
 
+@contextmanager
+def reaped(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """Yield `process`; on the way out, however the test went, kill it if it still runs and reap it."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(30)
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
 def hold_lock(database: Path, seconds: float) -> subprocess.Popen[bytes]:
+    """Another process holding an exclusive lock on `database` for `seconds` (the caller reaps it)."""
     script = (
         "import sqlite3, sys, time\n"
         f"c = sqlite3.connect({str(database)!r}, isolation_level=None)\n"
@@ -149,10 +165,50 @@ def hold_lock(database: Path, seconds: float) -> subprocess.Popen[bytes]:
         "c.execute('COMMIT')\n"
     )
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
-    assert process.stdout is not None
-    with process.stdout:
-        assert process.stdout.readline().strip() == b"locked"
+    try:
+        assert process.stdout is not None
+        with process.stdout:
+            assert process.stdout.readline().strip() == b"locked"
+    except BaseException:
+        process.kill()
+        process.wait(30)
+        raise
     return process
+
+
+class DatabaseLock:
+    """Another process holds an exclusive lock on a ledger until `release()` or the end of the block."""
+
+    def __init__(self, database: Path) -> None:
+        script = (
+            "import sqlite3, sys\n"
+            f"c = sqlite3.connect({str(database)!r}, isolation_level=None)\n"
+            "c.execute('BEGIN EXCLUSIVE')\n"
+            "print('locked', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "c.execute('COMMIT')\n"
+        )
+        self.process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def __enter__(self) -> DatabaseLock:
+        try:
+            assert self.process.stdout is not None
+            assert self.process.stdout.readline().strip() == b"locked"
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def release(self) -> None:
+        """Commit and end the holder, then return."""
+        assert self.process.stdin is not None
+        if not self.process.stdin.closed:
+            self.process.stdin.close()  # its readline returns: it commits and exits
+        assert self.process.wait(30) == 0
+
+    def __exit__(self, *_exc: object) -> None:
+        with reaped(self.process):
+            pass
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -168,21 +224,26 @@ def test_locked_database_loses_no_call(ledger_proxy: tuple[Proxy, Recorder], iso
     client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
     client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "warm"}])
     wait_until(lambda: len(rows(isolated_home)) == 1)
-    locker = hold_lock(isolated_home / "ledger.db", 5)
-    started = time.monotonic()
-    for index in range(200):
-        response = client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
-        assert response.content
-    assert time.monotonic() - started < 5, "calls must not wait for the locked database"
-    assert spill_file().exists()
-    locker.wait(10)
-    wait_until(lambda: len(rows(isolated_home)) == 201)
+    with DatabaseLock(isolated_home / "ledger.db") as lock:
+        # The lock is held until released below: had a call waited for the database, it would
+        # never have been answered.
+        for index in range(200):
+            response = client.messages.create(
+                model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}]
+            )
+            assert response.content
+        wait_until(lambda: recorder.spilled == 200)
+        assert spill_file().read_bytes().count(b"\n") == 200
+        assert len(rows(isolated_home)) == 1
+        lock.release()
+        wait_until(lambda: len(rows(isolated_home)) == 201)
     assert not recorder.spill_pending()
+    assert len({row["id"] for row in rows(isolated_home)}) == 201
 
 
 def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Path) -> None:
     fake = FakeChatUpstream()
-    with serve(fake) as url:
+    with serve(fake) as url, ExitStack() as processes:
         (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
         env = {**os.environ, "BASETEN_API_KEY": FAKE_BASETEN_KEY}
         log = isolated_home / "serve.log"
@@ -195,6 +256,7 @@ def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Pa
                     stdout=output,
                     stderr=subprocess.STDOUT,
                 )
+            processes.enter_context(reaped(process))
             wait_until(lambda: answers_health(port))
             return process
 
@@ -203,34 +265,29 @@ def test_kill_minus_nine_with_rows_in_spill_file_loses_nothing(isolated_home: Pa
         client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key=FAKE_CLIENT_KEY, max_retries=0)
         client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "warm"}])
         wait_until(lambda: (isolated_home / "ledger.db").exists() and len(rows(isolated_home)) == 1)
-        locker = hold_lock(isolated_home / "ledger.db", 30)
-        for index in range(50):
-            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
-        wait_until(lambda: spill_file().exists() and spill_file().read_bytes().count(b"\n") == 50)
-        spilled = spill_file().read_bytes()
-        assert FAKE_BASETEN_KEY.encode() not in spilled and FAKE_CLIENT_KEY.encode() not in spilled
-        proxy.send_signal(signal.SIGKILL)
-        proxy.wait(10)
-        locker.kill()
-        locker.wait(10)
-        restarted = start(free_port())
-        try:
-            wait_until(lambda: len(rows(isolated_home)) == 51)
-        finally:
-            restarted.terminate()
-            restarted.wait(10)
+        with DatabaseLock(isolated_home / "ledger.db") as lock:
+            for index in range(50):
+                client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
+            wait_until(lambda: spill_file().exists() and spill_file().read_bytes().count(b"\n") == 50)
+            spilled = spill_file().read_bytes()
+            assert FAKE_BASETEN_KEY.encode() not in spilled and FAKE_CLIENT_KEY.encode() not in spilled
+            proxy.send_signal(signal.SIGKILL)
+            proxy.wait(10)
+            lock.release()
+        start(free_port())
+        wait_until(lambda: len(rows(isolated_home)) == 51)
         assert not spill_file().exists()
-        export = subprocess.run(
-            [sys.executable, "-m", "switch", "export", "--format", "csv"], env=env, capture_output=True, check=True
-        ).stdout
-        assert export.count(b"\n") == 52
-        for secret in (FAKE_BASETEN_KEY.encode(), FAKE_CLIENT_KEY.encode()):
-            for blob in (
-                (isolated_home / "ledger.db").read_bytes(),
-                log.read_bytes(),
-                export,
-            ):
-                assert secret not in blob
+    export = subprocess.run(
+        [sys.executable, "-m", "switch", "export", "--format", "csv"], env=env, capture_output=True, check=True
+    ).stdout
+    assert export.count(b"\n") == 52
+    for secret in (FAKE_BASETEN_KEY.encode(), FAKE_CLIENT_KEY.encode()):
+        for blob in (
+            (isolated_home / "ledger.db").read_bytes(),
+            log.read_bytes(),
+            export,
+        ):
+            assert secret not in blob
 
 
 def test_calls_and_prices_commands(ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path) -> None:
@@ -272,13 +329,81 @@ def test_stopping_the_proxy_right_after_calls_loses_none_of_them(isolated_home: 
     with serve(fake) as url:
         (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
         port = free_port()
-        process = start_serve(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY})
-        try:
-            client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0)
-            for index in range(3):
-                client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
-            client.close()
-        finally:
-            process.send_signal(signal_number)
-            process.wait(20)
+        with reaped(start_serve(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY})) as process:
+            try:
+                client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0)
+                for index in range(3):
+                    client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
+                client.close()
+            finally:
+                process.send_signal(signal_number)
+                process.wait(20)
     assert [row["outcome"] for row in rows(isolated_home)] == ["completed"] * 3
+
+
+def test_healthz_status_and_doctor_show_the_ledger_state(
+    ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path
+) -> None:
+    import threading
+
+    import httpx
+    from typer.testing import CliRunner
+
+    from switch.cli import app
+    from switch.ledger.record import CallRecord
+    from switch.ledger.recorder import Pricer
+
+    proxy, recorder = ledger_proxy
+    port = int(proxy.url.rsplit(":", 1)[1])
+    (isolated_home / "run").mkdir()
+    (isolated_home / "run" / "proxy.json").write_text(
+        json.dumps({"pid": os.getpid(), "port": port, "started_at": time.time(), "log": "proxy.log"})
+    )
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    runner = CliRunner()
+
+    def health() -> dict[str, Any]:
+        answer = httpx.get(proxy.url + "/healthz")
+        assert answer.status_code == 200  # harness probes pass whatever the ledger's state
+        return dict(answer.json())
+
+    def doctor_ledger() -> dict[str, Any]:
+        report = json.loads(runner.invoke(app, ["doctor", "--json"]).output)
+        return next(check for check in report["checks"] if check["check"] == "ledger")
+
+    client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "warm"}])
+    wait_until(lambda: len(rows(isolated_home)) == 1)
+    first = health()
+    assert first["status"] == "ok"
+    assert first["ledger"]["writer_alive"] and first["ledger"]["queued"] == 0 and first["ledger"]["spill_bytes"] == 0
+    assert "ledger: writer alive, 0 queued, nothing spilled" in runner.invoke(app, ["status"]).output
+    assert doctor_ledger()["ok"]
+
+    flowing = threading.Event()
+
+    class StuckPricer(Pricer):
+        def row(self, record: CallRecord) -> dict[str, Any]:
+            flowing.wait(30)
+            return super().row(record)
+
+    recorder.pricer = StuckPricer(load_settings())
+    try:
+        for index in range(3):
+            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])
+        wait_until(lambda: health()["ledger"]["queued"] == 3)
+        with DatabaseLock(isolated_home / "ledger.db") as lock:
+            flowing.set()
+            wait_until(lambda: health()["ledger"]["spilled_rows"] == 3)
+            degraded = health()
+            assert degraded["status"] == "degraded"
+            assert degraded["ledger"]["spill_bytes"] == spill_file().stat().st_size > 0
+            status = runner.invoke(app, ["status"]).output
+            assert "warning: ledger: 3 rows" in status and "fix:" in status
+            check = doctor_ledger()
+            assert not check["ok"] and "spill file" in check["detail"] and check["fix"]
+            lock.release()
+            wait_until(lambda: len(rows(isolated_home)) == 4)
+    finally:
+        flowing.set()
+    wait_until(lambda: health()["status"] == "ok")
+    assert health()["ledger"]["spill_bytes"] == 0
