@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -16,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from switch import __version__, locations
 from switch.config import Settings
 from switch.errors import ClientRequestError
 from switch.ledger.record import RecordSink
@@ -33,6 +35,7 @@ log = logging.getLogger("switch.app")
 
 Handler = Callable[[Exchange], Awaitable[None]]
 GC_INTERVAL_S = 60.0
+KEY_START_WAIT_S = 15.0
 
 
 class HotRoutes:
@@ -121,8 +124,11 @@ def create_app(
         }
         return Response(orjson.dumps(payload), media_type="application/json")
 
+    # Who this proxy is, so a command run from another SWITCH_HOME never mistakes it for its own.
+    identity = {"home": str(locations.home().resolve()), "pid": os.getpid(), "version": __version__}
+
     async def healthz(_request: Request) -> Response:
-        payload = {"status": "ok", "uptime_s": round(time.time() - started, 1)}
+        payload = {"status": "ok", "uptime_s": round(time.time() - started, 1), **identity}
         return Response(orjson.dumps(payload), media_type="application/json")
 
     async def watch_presets() -> None:
@@ -149,6 +155,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # Keys are read before the first call is accepted, on the key thread, never on this loop.
+        relay.keys.start()
+        if not await asyncio.to_thread(relay.keys.wait_loaded, KEY_START_WAIT_S):
+            log.warning("still reading provider keys after %.0f s; serving meanwhile", KEY_START_WAIT_S)
         watcher = asyncio.create_task(watch_presets())
         collector = asyncio.create_task(collect_cycles())
         try:
@@ -156,6 +166,7 @@ def create_app(
         finally:
             watcher.cancel()
             collector.cancel()
+            relay.keys.stop()
             await pool.aclose()
             # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
             # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.
