@@ -94,6 +94,16 @@ def _file_words() -> str:
     return f"{file_store_path()} (readable only by you, mode 0600)"
 
 
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "true, false or null"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else "a string"
+
+
 def read_file() -> dict[str, str]:
     """The keys in switch's key file ({} when there is none); KeysFileError names the file and the fix."""
     path = file_store_path()
@@ -115,12 +125,12 @@ def read_file() -> dict[str, str]:
     if not isinstance(data, dict):
         raise KeysFileError(
             f"the key file {path} must hold one JSON object of provider names to keys, "
-            f"not a JSON {type(data).__name__}; {_FILE_FIX}"
+            f"not {_json_kind(data)}; {_FILE_FIX}"
         )
     for provider, value in data.items():
         if not isinstance(value, str):
             raise KeysFileError(
-                f"the key file {path} has a {type(value).__name__} for provider {provider!r} "
+                f"the key file {path} has {_json_kind(value)} for provider {provider!r} "
                 f"where a key (a string) belongs; {_FILE_FIX}"
             )
     return dict(data)

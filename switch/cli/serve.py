@@ -43,11 +43,10 @@ def register(app: typer.Typer) -> None:
         """Run the proxy in the foreground."""
         import uvicorn
 
+        from switch import keys
         from switch.config import load_settings
         from switch.errors import ConfigError
         from switch.proxy.app import create_app
-
-        from switch import keys
 
         try:
             settings = load_settings()
