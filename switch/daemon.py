@@ -65,6 +65,13 @@ def port_free(port: int) -> bool:
     return True
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on right now (the OS picks it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def read_record() -> dict[str, Any] | None:
     """The running proxy's record, or None."""
     path = record_path()
@@ -76,25 +83,107 @@ def read_record() -> dict[str, Any] | None:
         return None
 
 
-def status() -> dict[str, Any]:
-    """Whether the background proxy runs, where, since when; explains stale records."""
+def this_home() -> str:
+    """This home's absolute path, as a proxy started from it reports it in /healthz."""
+    return str(locations.home().resolve())
+
+
+def is_ours(health: dict[str, Any]) -> bool:
+    """Whether a /healthz answer comes from a proxy serving this SWITCH_HOME."""
+    return health.get("home") == this_home()
+
+
+def describe_other(health: dict[str, Any]) -> str:
+    """Who a proxy of another home is, in words (its home and pid)."""
+    home = health.get("home") or "not reported: an older switch"
+    return f"another switch proxy (home {home}, pid {health.get('pid', 'not reported')})"
+
+
+def proxy_port(configured: int) -> int:
+    """The port of this home's background proxy when its record is live, else `configured`."""
     record = read_record()
-    if record is None:
+    if record is not None and pid_alive(int(record["pid"])):
+        return int(record["port"])
+    return configured
+
+
+def _home_of_environment(environ: dict[str, str]) -> str | None:
+    configured = environ.get("SWITCH_HOME")
+    if configured:
+        return str(Path(configured).expanduser().resolve())
+    user_home = environ.get("HOME")
+    return str((Path(user_home) / ".switch").resolve()) if user_home else None
+
+
+def _runs_our_serve(pid: int) -> bool:
+    """Whether process `pid` is `switch serve` started from this home, judged from /proc (Linux).
+
+    The fallback for a proxy that does not answer /healthz (busy or hung) but must still be stoppable.
+    """
+    proc = Path("/proc") / str(pid)
+    try:
+        argv = proc.joinpath("cmdline").read_bytes().split(b"\0")
+        raw_environ = proc.joinpath("environ").read_bytes()
+    except OSError:
+        return False
+    if b"serve" not in argv or not any(part.endswith(b"switch") for part in argv):
+        return False
+    environ = dict(
+        entry.decode("utf-8", "replace").split("=", 1) for entry in raw_environ.split(b"\0") if b"=" in entry
+    )
+    return _home_of_environment(environ) == this_home()
+
+
+def is_our_proxy(pid: int, port: int) -> bool:
+    """Whether `pid` is this home's proxy: it answers /healthz on `port` with this home and pid, or (Linux)
+    its command line and environment say so."""
+    health = healthy(port)
+    if health is not None and is_ours(health) and health.get("pid") == pid:
+        return True
+    return _runs_our_serve(pid)
+
+
+def status(port: int | None = None) -> dict[str, Any]:
+    """Whether this home's proxy runs, where, since when; explains stale records and a port held by another.
+
+    `port` (the configured one) is also checked when there is no live record: a foreground `switch serve`
+    of this home counts as running, another home's proxy there is reported as `other`.
+    """
+    record = read_record()
+    if record is not None:
+        pid = int(record["pid"])
+        if not pid_alive(pid):
+            return {"running": False, "stale": True, "reason": f"pid {pid} is gone", **record}
+        health = healthy(int(record["port"]))
+        if health is not None and is_ours(health) and health.get("pid") == pid:
+            return {"running": True, **record, "health": health}
+        if not _runs_our_serve(pid):
+            return {"running": False, "stale": True, "reason": f"pid {pid} is now another program", **record}
+        return {"running": False, "unresponsive": True, **record}
+    if port is None:
         return {"running": False}
-    if not pid_alive(int(record["pid"])):
-        return {"running": False, "stale": True, **record}
-    health = healthy(int(record["port"]))
-    return {"running": health is not None, **record, "health": health}
+    health = healthy(port)
+    if health is None:
+        return {"running": False}
+    if is_ours(health):
+        return {"running": True, "foreground": True, "pid": health.get("pid"), "port": port, "health": health}
+    return {"running": False, "port": port, "other": {"home": health.get("home"), "pid": health.get("pid")}}
 
 
 def start(port: int, wait: float = 15.0) -> dict[str, Any]:
-    """Start `switch serve` in the background, or report the instance already running."""
-    current = status()
+    """Start `switch serve` in the background, or report this home's instance already running."""
+    current = status(port)
     if current.get("running"):
         return {**current, "already": True}
     if current.get("stale"):
         record_path().unlink(missing_ok=True)
     if not port_free(port):
+        health = healthy(port)
+        if health is not None and not is_ours(health):
+            raise DaemonError(
+                f"port {port} on 127.0.0.1 is held by {describe_other(health)}, not by this home's "
+                f"({this_home()}); pick another port with `switch up --port N` or set [server] port in config.toml"
+            )
         raise DaemonError(
             f"port {port} on 127.0.0.1 is already in use by another program; "
             "pick another with `switch up --port N` or set [server] port in config.toml"
@@ -124,21 +213,42 @@ def start(port: int, wait: float = 15.0) -> dict[str, Any]:
     raise DaemonError(f"the proxy did not answer on port {port} within {wait:.0f} s; see {log_path()}")
 
 
-def stop(timeout: float | None = None) -> dict[str, Any]:
-    """Stop the background proxy cleanly (SIGTERM, then SIGKILL after `timeout`).
+def stop(timeout: float | None = None, port: int | None = None) -> dict[str, Any]:
+    """Stop this home's background proxy cleanly (SIGTERM, then SIGKILL after `timeout`).
 
-    By default the proxy gets its `[server] shutdown_grace` for live calls plus time to end and
-    record them, so no call loses its row to the SIGKILL.
+    Only a pid proven to be this home's proxy is signalled. Without a record, `port` (the configured one)
+    is checked so the answer can say who holds it. By default the proxy gets its `[server] shutdown_grace`
+    for live calls plus time to end and record them, so no call loses its row to the SIGKILL.
     """
     if timeout is None:
         timeout = _shutdown_grace() + 10.0
     record = read_record()
     if record is None:
+        health = healthy(port) if port is not None else None
+        if health is not None and not is_ours(health):
+            return {
+                "stopped": False,
+                "reason": f"not running for this home; port {port} is held by {describe_other(health)}, left alone",
+            }
+        if health is not None:
+            return {
+                "stopped": False,
+                "reason": f"this home's proxy on port {port} (pid {health.get('pid')}) runs in the foreground "
+                "(`switch serve`); stop it there",
+            }
         return {"stopped": False, "reason": "not running"}
     pid = int(record["pid"])
     if not pid_alive(pid):
         record_path().unlink(missing_ok=True)
         return {"stopped": False, "reason": f"stale record (pid {pid} was not running); cleaned up"}
+    if not is_our_proxy(pid, int(record["port"])):
+        # The pid was reused by another program after the proxy died: signalling it would kill a stranger.
+        record_path().unlink(missing_ok=True)
+        return {
+            "stopped": False,
+            "reason": f"stale record (pid {pid} is now another program, not this home's proxy); "
+            "removed the record without signalling it",
+        }
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while pid_alive(pid) and time.monotonic() < deadline:

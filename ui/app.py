@@ -225,7 +225,7 @@ class SwitchDashboard(App[None]):
             self.post_message(self.Loaded("error", str(exc)))
 
     def _health(self, connection: sqlite3.Connection | None) -> HealthInfo:
-        from switch import keys
+        from switch import daemon, keys
         from switch.config import load_settings
         from switch.errors import SwitchError
         from switch.routing.presets import active_name, load_preset, preset_files
@@ -254,7 +254,7 @@ class SwitchDashboard(App[None]):
             except SwitchError as exc:
                 listed.append((name, "", name == active, exc.message))
         key_sources = keys.sources({name: p.api_key_env for name, p in settings.providers.items()})
-        proxy = _proxy_status(settings.server.port)
+        proxy = _proxy_status(daemon.proxy_port(settings.server.port))
         problems = queries.recent_problems(connection) if connection is not None else []
         return HealthInfo(listed, active, routes, key_sources, proxy, problems)
 
@@ -530,17 +530,14 @@ class SwitchDashboard(App[None]):
 
 
 def _proxy_status(port: int) -> str:
-    import urllib.error
-    import urllib.request
+    from switch import daemon
 
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=0.3) as response:  # noqa: S310
-            import json
-
-            uptime = json.loads(response.read()).get("uptime_s")
-            return f"running on 127.0.0.1:{port} (up {fmt.ms((uptime or 0) * 1000)})"
-    except (urllib.error.URLError, OSError, ValueError):
+    health = daemon.healthy(port, timeout=0.3)
+    if health is None:
         return f"not reachable on 127.0.0.1:{port} (start it with `switch serve`)"
+    if not daemon.is_ours(health):
+        return f"not running for this home: port {port} is held by {daemon.describe_other(health)}"
+    return f"running on 127.0.0.1:{port} (up {fmt.ms((health.get('uptime_s') or 0) * 1000)})"
 
 
 def make_app(

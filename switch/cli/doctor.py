@@ -70,33 +70,46 @@ def diagnose(probe: bool = False) -> list[dict[str, Any]]:
         for harness in preset.sections:
             for role in ("orchestrator", "subagent", "background"):
                 targets.update(preset.chain(harness, role))
-    for provider in sorted({t.split("/", 1)[0] for t in targets if t != NATIVE}):
+    try:
+        keys.read_file()
+    except keys.KeysFileError as exc:
+        results.append(
+            _check("keys-file", False, exc.message, f"fix or delete {keys.file_store_path()}, then `switch keys set`")
+        )
+    used = sorted({t.split("/", 1)[0] for t in targets if t != NATIVE})
+    found = keys.find_all({p: (settings.providers[p].api_key_env if p in settings.providers else None) for p in used})
+    for provider in used:
         configured = settings.providers.get(provider)
         env_var = configured.api_key_env if configured else None
-        _value, source = keys.lookup(provider, env_var)
+        entry = found[provider]
         fix = f"export {env_var}=... or run `switch keys set {provider}`" if env_var else f"switch keys set {provider}"
+        if entry.problem is not None:
+            detail = entry.problem
+        elif entry.key:
+            detail = f"{provider} key from {entry.source}"
+        else:
+            detail = f"no key for {provider}, which the active routes use"
+        results.append(_check(f"key:{provider}", bool(entry.key), detail, fix))
+    port = daemon.proxy_port(settings.server.port)
+    health = daemon.healthy(port)
+    if health is not None and not daemon.is_ours(health):
         results.append(
             _check(
-                f"key:{provider}",
-                source is not None,
-                f"{provider} key from {source}" if source else f"no key for {provider}, which the active routes use",
-                fix,
+                "proxy",
+                False,
+                f"port {port} is held by {daemon.describe_other(health)}, not by this home's proxy",
+                f"switch up --port {daemon.free_port()} (or set [server] port in config.toml)",
             )
         )
-    port = settings.server.port
-    record = daemon.read_record()
-    if record is not None and daemon.pid_alive(int(record["pid"])):
-        port = int(record["port"])
-    health = daemon.healthy(port)
-    up = health is not None
-    results.append(
-        _check(
-            "proxy",
-            up,
-            f"proxy answers on 127.0.0.1:{port}" if up else f"nothing answers on 127.0.0.1:{port}",
-            "switch up",
+    else:
+        results.append(
+            _check(
+                "proxy",
+                health is not None,
+                f"proxy answers on 127.0.0.1:{port}" if health else f"nothing answers on 127.0.0.1:{port}",
+                "switch up",
+            )
         )
-    )
     if health is not None and isinstance(health.get("ledger"), dict):
         results.append(_check("ledger", *ledger_summary(health["ledger"])))
     for harness in ("claude", "codex", "langchain"):
@@ -140,12 +153,16 @@ def _probe(settings: Any, targets: set[str]) -> list[dict[str, Any]]:
 
     from switch import keys
     from switch.config import NATIVE
+    from switch.errors import SwitchError
     from switch.routing.resolve import resolve_target
 
     results = []
     for reference in sorted(targets - {NATIVE}):
         target = resolve_target(settings, reference)
-        key, _source = keys.lookup(target.provider, target.api_key_env)
+        try:
+            key, _source = keys.lookup(target.provider, target.api_key_env)
+        except SwitchError:
+            continue  # reported by the key checks
         if key is None:
             continue
         if target.api == "anthropic":

@@ -17,10 +17,7 @@ def _port() -> int:
     from switch import daemon
     from switch.config import load_settings
 
-    record = daemon.read_record()
-    if record is not None and daemon.pid_alive(int(record["pid"])):
-        return int(record["port"])
-    return load_settings().server.port
+    return daemon.proxy_port(load_settings().server.port)
 
 
 def _fail(exc: Exception) -> None:
@@ -93,14 +90,16 @@ def register(app: typer.Typer) -> None:
             _fail(exc)
             return
         word = "already running" if result.get("already") else "started"
-        typer.echo(f"switch proxy {word} on 127.0.0.1:{result['port']} (pid {result['pid']}); log: {result['log']}")
+        where = f"log: {result['log']}" if result.get("log") else "in the foreground (`switch serve`)"
+        typer.echo(f"switch proxy {word} on 127.0.0.1:{result['port']} (pid {result['pid']}); {where}")
 
     @app.command()
     def down() -> None:
-        """Stop the background proxy."""
+        """Stop this home's background proxy."""
         from switch import daemon
+        from switch.config import load_settings
 
-        result = daemon.stop()
+        result = daemon.stop(port=load_settings().server.port)
         typer.echo(
             f"switch proxy stopped (pid {result['pid']})" if result["stopped"] else f"switch proxy: {result['reason']}"
         )
@@ -109,16 +108,25 @@ def register(app: typer.Typer) -> None:
     def status_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
         """Whether the proxy runs, on which port, since when, with which preset."""
         from switch import daemon
+        from switch.config import load_settings
         from switch.routing.presets import active_name
 
-        result: dict[str, Any] = {**daemon.status(), "preset": active_name() or "(none: [defaults] model)"}
+        result: dict[str, Any] = {
+            **daemon.status(load_settings().server.port),
+            "home": daemon.this_home(),
+            "preset": active_name() or "(none: [defaults] model)",
+        }
         if as_json:
             typer.echo(json.dumps(result, indent=2))
             return
         if result.get("running"):
-            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(result["started_at"]))
+            since = (
+                "in the foreground (`switch serve`)"
+                if result.get("foreground")
+                else "since " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(result["started_at"]))
+            )
             typer.echo(
-                f"running on 127.0.0.1:{result['port']} (pid {result['pid']}) since {since}; preset {result['preset']}"
+                f"running on 127.0.0.1:{result['port']} (pid {result['pid']}) {since}; preset {result['preset']}"
             )
             ledger = (result.get("health") or {}).get("ledger")
             if isinstance(ledger, dict):
@@ -127,7 +135,18 @@ def register(app: typer.Typer) -> None:
                 ok, line, fix = ledger_summary(ledger)
                 typer.echo(f"ledger: {line}" if ok else f"warning: ledger: {line}\n  fix: {fix}")
         elif result.get("stale"):
-            typer.echo(f"not running (stale record: pid {result['pid']} is gone; `switch up` cleans it up)")
+            typer.echo(f"not running (stale record: {result['reason']}; `switch up` cleans it up)")
+        elif result.get("unresponsive"):
+            typer.echo(
+                f"not answering: this home's proxy (pid {result['pid']}) does not answer on 127.0.0.1:"
+                f"{result['port']}; see {daemon.log_path()}, or restart it with `switch down && switch up`"
+            )
+        elif result.get("other"):
+            typer.echo(
+                f"not running for this home ({result['home']}); port {result['port']} is held by "
+                + daemon.describe_other(result["other"])
+                + "; start this home's own with `switch up --port N`"
+            )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
 
@@ -152,11 +171,24 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"switch: `{programs[harness]}` is not on PATH; install it with `{installs[harness]}`", err=True)
             raise typer.Exit(127)
         port = _port()
+        health = daemon.healthy(port)
         started = False
-        if daemon.healthy(port) is None:
+        if health is None or not daemon.is_ours(health):
+            configured = load_settings().server.port
+            if health is not None or not daemon.port_free(configured):
+                # The port belongs to someone else: another home's proxy (its config, its ledger) must
+                # not carry this user's calls, so this run gets a proxy of its own on a free port.
+                holder = daemon.describe_other(health) if health is not None else "another program"
+                port = daemon.free_port()
+                typer.echo(
+                    f"switch: port {configured} is held by {holder}; starting this home's own proxy on "
+                    f"127.0.0.1:{port} for this run",
+                    err=True,
+                )
+            else:
+                port = configured
             try:
-                daemon.start(load_settings().server.port)
-                port = _port()
+                port = int(daemon.start(port)["port"])
                 started = True
             except SwitchError as exc:
                 _fail(exc)

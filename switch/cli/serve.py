@@ -43,13 +43,17 @@ def register(app: typer.Typer) -> None:
         """Run the proxy in the foreground."""
         import uvicorn
 
+        from switch import keys
         from switch.config import load_settings
         from switch.errors import ConfigError
         from switch.proxy.app import create_app
 
         try:
             settings = load_settings()
-        except ConfigError as exc:
+            # A damaged key file is the user's to fix; refusing to start says so once, where every
+            # call would otherwise fail on it.
+            keys.read_file()
+        except (ConfigError, keys.KeysFileError) as exc:
             typer.echo(f"switch: {exc}", err=True)
             raise typer.Exit(2) from exc
         if host is not None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -16,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from switch import __version__, locations
 from switch.config import Settings
 from switch.errors import ClientRequestError
 from switch.ledger.record import RecordSink
@@ -34,6 +36,7 @@ log = logging.getLogger("switch.app")
 Handler = Callable[[Exchange], Awaitable[None]]
 GC_INTERVAL_S = 60.0
 LAST_CALLS_S = 3.0  # at shutdown, how long cancelled calls may take to end their streams and record
+KEY_START_WAIT_S = 15.0
 
 
 class HotRoutes:
@@ -143,9 +146,11 @@ def create_app(
         return Response(orjson.dumps(payload), media_type="application/json")
 
     ledger_health = getattr(sink, "health", None)
+    # Who this proxy is, so a command run from another SWITCH_HOME never mistakes it for its own.
+    identity = {"home": str(locations.home().resolve()), "pid": os.getpid(), "version": __version__}
 
     async def healthz(_request: Request) -> Response:
-        payload: dict[str, Any] = {"status": "ok", "uptime_s": round(time.time() - started, 1)}
+        payload: dict[str, Any] = {"status": "ok", "uptime_s": round(time.time() - started, 1), **identity}
         if ledger_health is not None:
             # Still 200 when the ledger is in trouble: calls are served (and kept) all the same, and
             # harness start-up probes must pass; "degraded" and the figures say what is wrong.
@@ -178,6 +183,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # Keys are read before the first call is accepted, on the key thread, never on this loop.
+        relay.keys.start()
+        if not await asyncio.to_thread(relay.keys.wait_loaded, KEY_START_WAIT_S):
+            log.warning("still reading provider keys after %.0f s; serving meanwhile", KEY_START_WAIT_S)
         watcher = asyncio.create_task(watch_presets())
         collector = asyncio.create_task(collect_cycles())
         try:
@@ -190,6 +199,7 @@ def create_app(
             deadline = time.monotonic() + LAST_CALLS_S
             while app.in_flight and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
+            relay.keys.stop()
             await pool.aclose()
             # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
             # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.

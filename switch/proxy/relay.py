@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from switch.config import Settings
-from switch.errors import ClientRequestError, KeyMissingError, RoutingError, UpstreamError
+from switch.errors import ClientRequestError, RoutingError, UpstreamError
 from switch.ledger.record import CallRecord, Outcome, RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.collect import ResponseCollector, replay
@@ -215,7 +215,7 @@ class Relay:
         self.sink = sink
         self.presets = presets or PresetManager(set(settings.providers), settings.defaults.model)
         self.reasoning = ReasoningCache()
-        self.keys = KeyCache()
+        self.keys = KeyCache({name: provider.api_key_env for name, provider in settings.providers.items()})
         self.responses = ResponseStore()
         self.affinity = SessionAffinity()
         self._targets: dict[tuple[str, str], Target] = {}
@@ -427,11 +427,11 @@ class Relay:
         request_id: str,
         can_fall_back: bool = False,
     ) -> Failure | None:
-        key = self.keys.get(target.provider, target.api_key_env)
+        key = self.keys.get(target.provider)
         if not key:
-            missing = KeyMissingError(target.provider, target.api_key_env)
+            status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await self._fail(
-                exchange, inbound, meter, request_id, Failure(401, missing.message, "rejected", "no_key"), can_fall_back
+                exchange, inbound, meter, request_id, Failure(status, message, "rejected", "no_key"), can_fall_back
             )
         try:
             body = upstream.request_body(request, target, self.reasoning.get)

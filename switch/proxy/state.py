@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from switch import keys
+from switch.errors import KeyMissingError
 from switch.protocols.ir import Message
+
+log = logging.getLogger(__name__)
 
 
 class ReasoningCache:
@@ -33,21 +39,86 @@ class ReasoningCache:
 
 
 class KeyCache:
-    """Provider keys, looked up at most every `ttl` seconds (the keyring is slow)."""
+    """Provider keys held in memory for the request path, which only ever reads a dict.
 
-    def __init__(self, ttl: float = 30.0) -> None:
-        self._ttl = ttl
-        self._entries: dict[str, tuple[float, str | None]] = {}
+    A daemon thread reads them (environment, secure OS keyring, key file) at start and every
+    `refresh_s` seconds, or sooner after a call found no key: a keyring that is slow, locked or
+    waiting for the user to answer a prompt holds up that thread and never a call. Keys are checked
+    once, when read: one that cannot be sent in a header is kept out, with the reason.
+    """
 
-    def get(self, provider: str, env_var: str | None) -> str | None:
-        """The key for `provider`, or None."""
-        now = time.monotonic()
-        cached = self._entries.get(provider)
-        if cached is not None and now - cached[0] < self._ttl:
-            return cached[1]
-        value, _source = keys.lookup(provider, env_var)
-        self._entries[provider] = (now, value)
-        return value
+    def __init__(self, providers: Mapping[str, str | None], refresh_s: float = 30.0, min_gap_s: float = 2.0) -> None:
+        self._providers = dict(providers)
+        self._refresh_s = refresh_s
+        self._min_gap_s = min_gap_s
+        self._keys: dict[str, str] = {}
+        self._problems: dict[str, str] = {}
+        self._loaded = threading.Event()
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reported: set[str] = set()
+
+    def get(self, provider: str) -> str | None:
+        """The usable key for `provider`, or None."""
+        return self._keys.get(provider)
+
+    def unavailable(self, provider: str, env_var: str | None) -> tuple[int, str]:
+        """The status and message for a call whose provider has no usable key (never the key itself)."""
+        # The user may have just stored or exported it: read again soon, off the request path.
+        self._wake.set()
+        problem = self._problems.get(provider)
+        if problem is not None:
+            return 401, problem
+        if not self._loaded.is_set():
+            return 503, (
+                f"switch is still reading the {provider} key from the OS keyring "
+                "(it may be waiting for you to unlock it); try again in a moment"
+            )
+        return 401, KeyMissingError(provider, env_var).message
+
+    def load(self) -> None:
+        """Read every provider's key once (blocking: never call it on the event loop)."""
+        found = keys.find_all(self._providers, previous=self._keys)
+        fresh = {name: entry.key for name, entry in found.items() if entry.key is not None}
+        problems = {name: entry.problem for name, entry in found.items() if entry.problem is not None}
+        # Swap whole dicts: a reader on the event loop sees the old set or the new one, never half.
+        self._keys, self._problems = fresh, problems
+        self._loaded.set()
+        for problem in sorted(set(problems.values()) - self._reported):
+            log.warning("%s", problem)
+        self._reported = set(problems.values())
+
+    def start(self) -> None:
+        """Start the reading thread (the first read begins at once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="switch-keys", daemon=True)
+            self._thread.start()
+
+    def wait_loaded(self, timeout: float) -> bool:
+        """Block until the first read finished (True) or `timeout` passed (False)."""
+        return self._loaded.wait(timeout)
+
+    def wake(self) -> None:
+        """Read the keys again soon (after a config change, or a call that found none)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop the reading thread; a read stuck in the keyring is abandoned (the thread is a daemon)."""
+        self._stopped.set()
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            began = time.monotonic()
+            try:
+                self.load()
+            except Exception:  # the thread must not die: a later read may succeed
+                log.exception("could not read provider keys")
+            self._wake.wait(self._refresh_s)
+            # A flood of calls without a key must not turn into back-to-back keyring reads.
+            self._stopped.wait(max(0.0, self._min_gap_s - (time.monotonic() - began)))
+            self._wake.clear()
 
 
 class ResponseStore:

@@ -1,0 +1,148 @@
+"""One proxy per SWITCH_HOME: commands run from one home never use, stop or count another home's proxy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+import switch
+from tests.cli.test_daemon_keys_doctor import run_switch
+from tests.servers import answers_health, free_port, start_serve
+
+
+@dataclass
+class OtherProxy:
+    home: Path
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def holder(self) -> str:
+        return f"another switch proxy (home {self.home.resolve()}, pid {self.process.pid})"
+
+    def alive(self) -> bool:
+        return self.process.poll() is None and answers_health(self.port)
+
+
+@pytest.fixture
+def other_proxy(tmp_path: Path, isolated_home: Path) -> Iterator[OtherProxy]:
+    """`switch serve` of another home on the port this home's config.toml names too."""
+    home = tmp_path / "other-home"
+    home.mkdir()
+    port = free_port()
+    (home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    process = start_serve(port, {"SWITCH_HOME": str(home)})
+    try:
+        yield OtherProxy(home, port, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_healthz_names_the_home_pid_and_version(other_proxy: OtherProxy) -> None:
+    health = httpx.get(f"http://127.0.0.1:{other_proxy.port}/healthz", timeout=5).json()
+    assert health["home"] == str(other_proxy.home.resolve())
+    assert health["pid"] == other_proxy.process.pid
+    assert health["version"] == switch.__version__
+
+
+def test_status_up_down_doctor_and_dashboard_leave_another_homes_proxy_alone(
+    isolated_home: Path, other_proxy: OtherProxy
+) -> None:
+    status = json.loads(run_switch("status", "--json").stdout)
+    assert not status["running"]
+    assert status["other"] == {"home": str(other_proxy.home.resolve()), "pid": other_proxy.process.pid}
+    text = run_switch("status").stdout
+    assert f"not running for this home ({isolated_home.resolve()})" in text and other_proxy.holder in text
+
+    up = run_switch("up")
+    assert up.returncode == 2 and other_proxy.holder in up.stderr and "switch up --port N" in up.stderr
+    assert not (isolated_home / "run" / "proxy.json").exists()
+
+    down = run_switch("down")
+    assert f"port {other_proxy.port} is held by {other_proxy.holder}, left alone" in down.stdout
+
+    doctor = {check["check"]: check for check in json.loads(run_switch("doctor", "--json").stdout)["checks"]}
+    assert not doctor["proxy"]["ok"] and other_proxy.holder in doctor["proxy"]["detail"]
+    assert doctor["proxy"]["fix"].startswith("switch up --port ")
+
+    from ui.app import _proxy_status
+
+    assert _proxy_status(other_proxy.port) == (
+        f"not running for this home: port {other_proxy.port} is held by {other_proxy.holder}"
+    )
+    assert other_proxy.alive()
+
+
+def test_run_claude_from_another_home_gets_a_proxy_of_its_own(
+    isolated_home: Path, tmp_path: Path, other_proxy: OtherProxy
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "seen.json"
+    fake = bin_dir / "claude"
+    fake.write_text(
+        "#!/usr/bin/env python3\nimport json, sys, urllib.request\n"
+        "settings = json.loads(sys.argv[sys.argv.index('--settings') + 1])\n"
+        "base = settings['env']['ANTHROPIC_BASE_URL']\n"
+        "health = json.loads(urllib.request.urlopen(base + '/healthz').read())\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps({{'base': base, 'health': health}}))\n"
+    )
+    fake.chmod(0o755)
+
+    result = run_switch("run", "claude", env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+
+    assert result.returncode == 0, result.stderr
+    observed = json.loads(seen.read_text())
+    assert observed["health"]["home"] == str(isolated_home.resolve())  # this home's config and ledger
+    own_port = int(observed["base"].rsplit(":", 1)[1])
+    assert own_port != other_proxy.port
+    assert result.stderr.strip() == (
+        f"switch: port {other_proxy.port} is held by {other_proxy.holder}; "
+        f"starting this home's own proxy on 127.0.0.1:{own_port} for this run"
+    )
+    assert not answers_health(own_port)  # it stopped the proxy it started...
+    assert other_proxy.alive()  # ...and only that one
+
+
+@pytest.fixture
+def stranger() -> Iterator[subprocess.Popen[bytes]]:
+    """A live process that is not a switch proxy (as when a dead proxy's pid was reused)."""
+    process = subprocess.Popen(["sleep", "120"])
+    try:
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_down_never_signals_a_pid_that_is_now_another_program(
+    isolated_home: Path, stranger: subprocess.Popen[bytes]
+) -> None:
+    record = isolated_home / "run" / "proxy.json"
+    record.parent.mkdir()
+    entry = json.dumps({"pid": stranger.pid, "port": free_port(), "started_at": 0, "log": "x"})
+    record.write_text(entry)
+
+    down = run_switch("down")
+
+    assert stranger.poll() is None  # not signalled
+    assert down.stdout.strip() == (
+        f"switch proxy: stale record (pid {stranger.pid} is now another program, not this home's proxy); "
+        "removed the record without signalling it"
+    )
+    assert not record.exists()
+    record.write_text(entry)
+    assert f"stale record: pid {stranger.pid} is now another program" in run_switch("status").stdout
