@@ -2,6 +2,7 @@
 
 Signals, most reliable first:
 1. explicit: an `x-switch-role` header, or a `switch/<role>` (or `claude-switch-<role>`) model alias;
+   `switch/auto` (`CLASSIFYING_MODEL`) forces nothing, so the signals below decide;
 2. harness headers: Claude Code's `x-claude-code-agent-id`, Codex's `x-openai-subagent`;
 3. body markers: Claude Code's billing block `cc_is_subagent=true`; deepagents' subagent preamble,
    or a deepagents request without the `task` tool;
@@ -26,6 +27,12 @@ HARNESSES: tuple[Harness, ...] = ("claude-code", "codex", "langchain", "other")
 FAMILIES = ("opus", "sonnet", "haiku", "fable")
 
 _ALIAS = re.compile(r"^(?:switch/|claude-switch-)(orchestrator|subagent|background)$")
+# The model name switch offers deepagents-code and LangChain: it names no role, so the call is classified
+# like any other and deepagents' subagents (which reuse their parent's model) still reach the subagent route.
+CLASSIFYING_MODEL = "switch/auto"
+# Only switch's LangChain wiring hands out `switch/...` names; they identify a caller whose client
+# sends nothing else that does (the plain OpenAI SDK inside ChatOpenAI).
+_LANGCHAIN_PREFIX = "switch/"
 _CODEX_ROLES: dict[str, Role] = {
     "collab_spawn": "subagent",
     "review": "subagent",
@@ -177,6 +184,8 @@ def classify(headers: dict[str, str], body: dict[str, Any]) -> CallInfo:
     model = str(body.get("model") or "")
     system = _system_texts(body)
     harness = _harness(headers, system)
+    if harness == "other" and model.startswith(_LANGCHAIN_PREFIX):
+        harness = "langchain"
     session = _session(headers, body)
     family = model_family(model)
     agent_id = headers.get("x-claude-code-agent-id") or None
