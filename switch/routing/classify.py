@@ -179,6 +179,12 @@ def _session(headers: dict[str, str], body: dict[str, Any]) -> str | None:
     return cache_key if isinstance(cache_key, str) and cache_key else None
 
 
+def forced_role(model: str) -> Role | None:
+    """The role a `switch/<role>` or `claude-switch-<role>` model name forces on every call, else None."""
+    alias = _ALIAS.match(model)
+    return alias.group(1) if alias else None  # type: ignore[return-value]
+
+
 def classify(headers: dict[str, str], body: dict[str, Any]) -> CallInfo:
     """Classify one call from its headers (lower-case names) and parsed JSON body."""
     model = str(body.get("model") or "")
@@ -195,9 +201,9 @@ def classify(headers: dict[str, str], body: dict[str, Any]) -> CallInfo:
     explicit = headers.get("x-switch-role")
     if explicit in ROLES:
         return CallInfo(harness, explicit, session, agent_id, family, True)
-    alias = _ALIAS.match(model)
-    if alias:
-        return CallInfo(harness, alias.group(1), session, agent_id, family, True)  # type: ignore[arg-type]
+    forced = forced_role(model)
+    if forced is not None:
+        return CallInfo(harness, forced, session, agent_id, family, True)
 
     role: Role = "orchestrator"
     if harness == "claude-code":
