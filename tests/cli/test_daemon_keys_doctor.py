@@ -167,3 +167,43 @@ def test_doctor_warns_about_role_forcing_model_names_while_the_preset_splits_rol
     # Following the fix clears the finding.
     dcode_config.write_text('[models]\ndefault = "switch:switch/auto"\n')
     assert "model:langchain" not in doctor_checks()
+
+
+@pytest.mark.parametrize("user_key", ["sk-user-own-openai-key-123", None])
+def test_run_dcode_keeps_the_users_key_and_only_fills_a_missing_one(
+    isolated_home: Path, tmp_path: Path, user_key: str | None
+) -> None:
+    port = free_port()
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "env.json"
+    fake = bin_dir / "dcode"
+    fake.write_text(
+        "#!/usr/bin/env python3\nimport json, os, urllib.request\n"
+        "names = ('OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENAI_BASE_URL')\n"
+        f"open({str(record)!r}, 'w').write(json.dumps({{n: os.environ.get(n) for n in names}}))\n"
+        "urllib.request.urlopen(os.environ['OPENAI_BASE_URL'].removesuffix('/v1') + '/healthz').read()\n"
+    )
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    env["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
+    if user_key is not None:
+        env["OPENAI_API_KEY"] = user_key
+    result = subprocess.run(
+        [sys.executable, "-m", "switch", "run", "dcode", "--", "-n", "hi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(record.read_text())
+    assert seen["OPENAI_BASE_URL"] == f"http://127.0.0.1:{port}/v1"
+    if user_key is not None:
+        assert seen["OPENAI_API_KEY"] == user_key
+    else:
+        # The clients refuse to start without some key: a stand-in, never shown to the user.
+        assert seen["OPENAI_API_KEY"] and seen["OPENAI_API_KEY"] not in result.stdout + result.stderr
+    assert seen["ANTHROPIC_API_KEY"] and seen["ANTHROPIC_API_KEY"] not in result.stdout + result.stderr
+    assert "not running" in run_switch("status").stdout
