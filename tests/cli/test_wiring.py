@@ -8,6 +8,7 @@ import shlex
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,12 @@ def test_langchain_env_never_prints_or_clobbers_a_key(homes: dict[str, Path], us
     assert "KEY=" not in printed and (user_key is None or user_key not in printed)
     assert all(line.startswith(("export ", "# ")) for line in printed.splitlines())
     assert CLASSIFYING_MODEL in printed
+
+
+def test_langchain_on_offers_the_classifying_model_and_needs_no_extra_variable(homes: dict[str, Path]) -> None:
+    output = invoke("langchain", "on")
+    assert f"`dcode -M switch:{CLASSIFYING_MODEL}`" in output
+    provider = tomllib.loads(homes["langchain"].read_text())["models"]["providers"]["switch"]
+    assert provider["models"] == [CLASSIFYING_MODEL, "switch/orchestrator", "switch/subagent", "switch/background"]
+    # dcode asks for the variable named here before it starts; none should be needed.
+    assert "api_key_env" not in provider
