@@ -252,10 +252,10 @@ def codex_off() -> Path | None:
     return _toml_off("codex")
 
 
-# deepagents-code refuses to build a model without a key, and ChatOpenAI needs a non-empty one; switch
-# serves routed calls with its own provider keys, so this stand-in (scoped to the `switch` provider in
-# dcode's config) is all the client needs, and the user's own OPENAI_API_KEY stays untouched.
-_DEEPAGENTS_PLACEHOLDER_KEY = "unused-placeholder"
+# ChatOpenAI will not start without a non-empty key, and an `api_key_env` would make dcode demand that
+# variable first. Switch serves routed calls with its own provider keys, so a stand-in given to the
+# `switch` provider alone is all the client needs, and the user's own OPENAI_API_KEY stays untouched.
+_PLACEHOLDER_KEY = "unused-placeholder"
 DEEPAGENTS_MODEL = "switch:" + CLASSIFYING_MODEL
 _ROLE_MODELS = [f"switch/{role}" for role in ROLES]
 
@@ -267,7 +267,7 @@ def deepagents_tables(port: int) -> dict[tuple[str, ...], dict[str, Any]]:
             "base_url": proxy_url(port) + "/v1",
             "models": [CLASSIFYING_MODEL, *_ROLE_MODELS],
             "class_path": "langchain_openai:ChatOpenAI",
-            "params": {"use_responses_api": False, "api_key": _DEEPAGENTS_PLACEHOLDER_KEY},
+            "params": {"use_responses_api": False, "api_key": _PLACEHOLDER_KEY},
         }
     }
 
@@ -308,7 +308,7 @@ def langchain_child_env(port: int, environ: Mapping[str, str]) -> dict[str, str]
     for variable in _CLIENT_KEY_VARIABLES:
         if not environ.get(variable):
             # The clients refuse an empty key; routed calls never use it, native ones fail as they would anyway.
-            added[variable] = _DEEPAGENTS_PLACEHOLDER_KEY
+            added[variable] = _PLACEHOLDER_KEY
     return added
 
 
