@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from tomlkit.exceptions import TOMLKitError
 from switch import locations
 from switch.errors import SwitchError
 from switch.files import atomic_write, digest
+from switch.routing.classify import CLASSIFYING_MODEL, ROLES
 
 ABSENT = "__switch_absent__"
 
@@ -250,15 +252,22 @@ def codex_off() -> Path | None:
     return _toml_off("codex")
 
 
+# ChatOpenAI will not start without a non-empty key, and an `api_key_env` would make dcode demand that
+# variable first. Switch serves routed calls with its own provider keys, so a stand-in given to the
+# `switch` provider alone is all the client needs, and the user's own OPENAI_API_KEY stays untouched.
+_PLACEHOLDER_KEY = "unused-placeholder"
+DEEPAGENTS_MODEL = "switch:" + CLASSIFYING_MODEL
+_ROLE_MODELS = [f"switch/{role}" for role in ROLES]
+
+
 def deepagents_tables(port: int) -> dict[tuple[str, ...], dict[str, Any]]:
     """A deepagents-code provider that goes through switch over chat completions."""
     return {
         ("models", "providers", "switch"): {
             "base_url": proxy_url(port) + "/v1",
-            "api_key_env": "SWITCH_CLIENT_KEY",
-            "models": ["switch/orchestrator", "switch/subagent"],
+            "models": [CLASSIFYING_MODEL, *_ROLE_MODELS],
             "class_path": "langchain_openai:ChatOpenAI",
-            "params": {"use_responses_api": False},
+            "params": {"use_responses_api": False, "api_key": _PLACEHOLDER_KEY},
         }
     }
 
@@ -273,13 +282,34 @@ def langchain_off() -> Path | None:
     return _toml_off("langchain")
 
 
+_CLIENT_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
 def langchain_env(port: int) -> dict[str, str]:
-    """Exports for plain LangChain scripts."""
-    return {
-        "OPENAI_BASE_URL": proxy_url(port) + "/v1",
-        "ANTHROPIC_BASE_URL": proxy_url(port),
-        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "switch"),
-    }
+    """Exports for plain LangChain scripts: base URLs only, never a key."""
+    return {"OPENAI_BASE_URL": proxy_url(port) + "/v1", "ANTHROPIC_BASE_URL": proxy_url(port)}
+
+
+def langchain_env_notes() -> list[str]:
+    """Comment lines printed after `langchain_env`'s exports."""
+    roles = ", ".join(_ROLE_MODELS)
+    return [
+        f"# Use the model name {CLASSIFYING_MODEL}: switch then routes each call by its role"
+        f" ({roles} force one role for every call).",
+        "# Your OPENAI_API_KEY and ANTHROPIC_API_KEY are left as they are (native routes pass them on)."
+        " If one is unset and the client refuses to start, set it yourself to any non-empty text:"
+        " routes to other providers use the keys from `switch keys`.",
+    ]
+
+
+def langchain_child_env(port: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """What `switch run dcode` adds to the child's environment: base URLs, and a stand-in key only where none is set."""
+    added = langchain_env(port)
+    for variable in _CLIENT_KEY_VARIABLES:
+        if not environ.get(variable):
+            # The clients refuse an empty key; routed calls never use it, native ones fail as they would anyway.
+            added[variable] = _PLACEHOLDER_KEY
+    return added
 
 
 def state(harness: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -122,6 +123,8 @@ def diagnose(probe: bool = False) -> list[dict[str, Any]]:
                 f"switch {harness} off && switch {harness} on",
             )
         )
+    if preset is not None:
+        results.extend(_forced_role_checks(preset))
     for variable in ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"):
         if os.environ.get(variable):
             results.append(
@@ -145,6 +148,85 @@ def diagnose(probe: bool = False) -> list[dict[str, Any]]:
         )
     if probe:
         results.extend(_probe(settings, targets))
+    return results
+
+
+def _wired_models() -> list[tuple[str, str, Path, str, str]]:
+    """(harness, preset section, file, setting, model) for each model name a harness config file sets."""
+    from switch import wiring
+
+    found: list[tuple[str, str, Path, str, str]] = []
+    path = wiring.deepagents_config_path()
+    models = _toml_table(path).get("models")
+    if isinstance(models, dict):
+        for key in ("default", "recent"):
+            if isinstance(models.get(key), str):
+                found.append(("langchain", "langchain", path, f"[models] {key}", models[key]))
+    path = wiring.codex_config_path()
+    codex = _toml_table(path)
+    if isinstance(codex.get("model"), str):
+        found.append(("codex", "codex", path, "model", codex["model"]))
+    profiles = codex.get("profiles")
+    for name, profile in profiles.items() if isinstance(profiles, dict) else []:
+        if isinstance(profile, dict) and isinstance(profile.get("model"), str):
+            found.append(("codex", "codex", path, f"[profiles.{name}] model", profile["model"]))
+    path = wiring.claude_settings_path()
+    claude = _json_object(path)
+    env = claude.get("env")
+    for key, value in (("model", claude.get("model")), ("env.ANTHROPIC_MODEL", (env or {}).get("ANTHROPIC_MODEL"))):
+        if isinstance(value, str):
+            found.append(("claude", "claude-code", path, key, value))
+    return found
+
+
+def _toml_table(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}  # missing or broken: the wiring check speaks for a broken file switch wrote
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        parsed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _forced_role_checks(preset: Any) -> list[dict[str, Any]]:
+    """A harness config naming a role-forcing model while the preset splits that harness's roles."""
+    from switch.routing.classify import ROLES, forced_role
+    from switch.wiring import DEEPAGENTS_MODEL
+
+    findings: dict[str, list[str]] = {}
+    fixes: dict[str, list[str]] = {}
+    for harness, section, path, setting, model in _wired_models():
+        # deepagents names models `provider:model`; the proxy sees only the part after the colon.
+        role = forced_role(model.split(":", 1)[-1] if harness == "langchain" else model)
+        chains = {other: preset.chain(section, other) for other in ROLES}
+        if role is None or len(set(chains.values())) == 1:
+            continue
+        missed = " and ".join(other for other in ROLES if chains[other] != chains[role])
+        findings.setdefault(harness, []).append(
+            f'{path} sets {setting} = "{model}": every {harness} call goes to the {role} route '
+            f"({chains[role][0]}), though preset '{preset.name}' sends {missed} calls elsewhere"
+        )
+        fixes.setdefault(harness, []).append(
+            {
+                "langchain": f'set {setting} = "{DEEPAGENTS_MODEL}" in {path}',
+                "codex": f'set {setting} = "gpt-5.5" (any Codex model name but switch/<role>) in {path}',
+                "claude": f'set "{setting}" to a Claude model name such as "sonnet" (or remove it) in {path}',
+            }[harness]
+        )
+    results = []
+    for harness, details in findings.items():
+        fix = "; ".join(fixes[harness])
+        if harness == "langchain":
+            fix = f"start `dcode -M {DEEPAGENTS_MODEL}`, or {fix}"
+        results.append(_check(f"model:{harness}", False, "; ".join(details), fix))
     return results
 
 

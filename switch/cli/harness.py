@@ -41,7 +41,10 @@ def _toggle(harness: str, action: str) -> None:
             hint = {
                 "claude": "Claude Code now talks to switch; start it as usual (`claude`).",
                 "codex": "Start Codex with `codex --profile switch`.",
-                "langchain": "In deepagents-code (`dcode`) pick the model `switch:switch/orchestrator`.",
+                "langchain": (
+                    f"In deepagents-code start `dcode -M {wiring.DEEPAGENTS_MODEL}` (or pick"
+                    f" `{wiring.DEEPAGENTS_MODEL}` with /model): switch routes its orchestrator and subagents apart."
+                ),
             }[harness]
             typer.echo(f"{harness}: on ({path}). {hint}")
         else:
@@ -74,6 +77,8 @@ def register(app: typer.Typer) -> None:
 
             for name, value in wiring.langchain_env(_port()).items():
                 typer.echo(f"export {name}={shlex.quote(value)}")
+            for note in wiring.langchain_env_notes():
+                typer.echo(note)
             return
         _toggle("langchain", action)
 
@@ -206,7 +211,7 @@ def register(app: typer.Typer) -> None:
                 "-c", "model_providers.switch.requires_openai_auth=false",
             ]  # fmt: skip
         else:
-            env.update(wiring.langchain_env(port))
+            env.update(wiring.langchain_child_env(port, env))
         try:
             code = subprocess.call([*command, *ctx.args], env=env)
         finally:

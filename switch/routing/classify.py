@@ -2,6 +2,7 @@
 
 Signals, most reliable first:
 1. explicit: an `x-switch-role` header, or a `switch/<role>` (or `claude-switch-<role>`) model alias;
+   `switch/auto` (`CLASSIFYING_MODEL`) forces nothing, so the signals below decide;
 2. harness headers: Claude Code's `x-claude-code-agent-id`, Codex's `x-openai-subagent`;
 3. body markers: Claude Code's billing block `cc_is_subagent=true`; deepagents' subagent preamble,
    or a deepagents request without the `task` tool;
@@ -28,6 +29,12 @@ HARNESSES: tuple[Harness, ...] = ("claude-code", "codex", "langchain", "other")
 FAMILIES = ("opus", "sonnet", "haiku", "fable")
 
 _ALIAS = re.compile(r"^(?:switch/|claude-switch-)(orchestrator|subagent|background)$")
+# The model name switch offers deepagents-code and LangChain: it names no role, so the call is classified
+# like any other and deepagents' subagents (which reuse their parent's model) still reach the subagent route.
+CLASSIFYING_MODEL = "switch/auto"
+# Only switch's LangChain wiring hands out `switch/...` names; they identify a caller whose client
+# sends nothing else that does (the plain OpenAI SDK inside ChatOpenAI).
+_LANGCHAIN_PREFIX = "switch/"
 _CODEX_ROLES: dict[str, Role] = {
     "collab_spawn": "subagent",
     "review": "subagent",
@@ -180,6 +187,12 @@ def _session(headers: dict[str, str], body: dict[str, Any]) -> str | None:
     return cache_key if isinstance(cache_key, str) and cache_key else None
 
 
+def forced_role(model: str) -> Role | None:
+    """The role a `switch/<role>` or `claude-switch-<role>` model name forces on every call, else None."""
+    alias = _ALIAS.match(model)
+    return alias.group(1) if alias else None  # type: ignore[return-value]
+
+
 def classify(headers: dict[str, str], body: Any) -> CallInfo:
     """Classify one call from its headers (lower-case names) and parsed JSON body (any shape, even none)."""
     if not isinstance(body, dict):
@@ -189,6 +202,8 @@ def classify(headers: dict[str, str], body: Any) -> CallInfo:
         model = ""
     system = _system_texts(body)
     harness = _harness(headers, system)
+    if harness == "other" and model.startswith(_LANGCHAIN_PREFIX):
+        harness = "langchain"
     session = _session(headers, body)
     family = model_family(model)
     agent_id = headers.get("x-claude-code-agent-id") or None
@@ -198,9 +213,9 @@ def classify(headers: dict[str, str], body: Any) -> CallInfo:
     explicit = headers.get("x-switch-role")
     if explicit in ROLES:
         return CallInfo(harness, explicit, session, agent_id, family, True)
-    alias = _ALIAS.match(model)
-    if alias:
-        return CallInfo(harness, alias.group(1), session, agent_id, family, True)  # type: ignore[arg-type]
+    forced = forced_role(model)
+    if forced is not None:
+        return CallInfo(harness, forced, session, agent_id, family, True)
 
     role: Role = "orchestrator"
     if harness == "claude-code":

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -128,3 +129,81 @@ def test_doctor_reports_each_injected_problem_with_its_fix(
     fixed = CliRunner().invoke(app, ["doctor", "--json"])
     assert json.loads(fixed.output)["checks"][2]["ok"]
     assert FAKE_BASETEN_KEY not in fixed.output
+
+
+def doctor_checks() -> dict[str, dict[str, Any]]:
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    return {check["check"]: check for check in json.loads(result.output)["checks"]}
+
+
+def test_doctor_warns_about_role_forcing_model_names_while_the_preset_splits_roles(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {free_port()}\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    # What a user of the old hint has: dcode's default model, a Codex profile and Claude Code each forcing a role.
+    (tmp_path / ".deepagents").mkdir()
+    dcode_config = tmp_path / ".deepagents" / "config.toml"
+    dcode_config.write_text('[models]\ndefault = "switch:switch/orchestrator"\n')
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text('[profiles.switch]\nmodel = "switch/subagent"\n')
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text('{"model": "claude-switch-orchestrator"}')
+
+    (isolated_home / "active-preset").write_text("kimi-k3\n")  # one target for every role: nothing to lose
+    assert not [name for name in doctor_checks() if name.startswith("model:")]
+
+    (isolated_home / "active-preset").write_text("hybrid\n")  # native orchestrator, Kimi subagents
+    report = doctor_checks()
+    langchain = report["model:langchain"]
+    assert not langchain["ok"] and '[models] default = "switch:switch/orchestrator"' in langchain["detail"]
+    assert "subagent and background calls elsewhere" in langchain["detail"]
+    assert "dcode -M switch:switch/auto" in langchain["fix"]
+    assert not report["model:codex"]["ok"] and "[profiles.switch] model" in report["model:codex"]["fix"]
+    assert not report["model:claude"]["ok"] and "sonnet" in report["model:claude"]["fix"]
+
+    # Following the fix clears the finding.
+    dcode_config.write_text('[models]\ndefault = "switch:switch/auto"\n')
+    assert "model:langchain" not in doctor_checks()
+
+
+@pytest.mark.parametrize("user_key", ["sk-user-own-openai-key-123", None])
+def test_run_dcode_keeps_the_users_key_and_only_fills_a_missing_one(
+    isolated_home: Path, tmp_path: Path, user_key: str | None
+) -> None:
+    port = free_port()
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "env.json"
+    fake = bin_dir / "dcode"
+    fake.write_text(
+        "#!/usr/bin/env python3\nimport json, os, urllib.request\n"
+        "names = ('OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENAI_BASE_URL')\n"
+        f"open({str(record)!r}, 'w').write(json.dumps({{n: os.environ.get(n) for n in names}}))\n"
+        "urllib.request.urlopen(os.environ['OPENAI_BASE_URL'].removesuffix('/v1') + '/healthz').read()\n"
+    )
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    env["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
+    if user_key is not None:
+        env["OPENAI_API_KEY"] = user_key
+    result = subprocess.run(
+        [sys.executable, "-m", "switch", "run", "dcode", "--", "-n", "hi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(record.read_text())
+    assert seen["OPENAI_BASE_URL"] == f"http://127.0.0.1:{port}/v1"
+    if user_key is not None:
+        assert seen["OPENAI_API_KEY"] == user_key
+    else:
+        # The clients refuse to start without some key: a stand-in, never shown to the user.
+        assert seen["OPENAI_API_KEY"] and seen["OPENAI_API_KEY"] not in result.stdout + result.stderr
+    assert seen["ANTHROPIC_API_KEY"] and seen["ANTHROPIC_API_KEY"] not in result.stdout + result.stderr
+    assert "not running" in run_switch("status").stdout

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ from typer.testing import CliRunner
 
 from switch import files
 from switch.cli import app
+from switch.wiring import CLASSIFYING_MODEL
 
 SETTINGS = """{
     "permissions": {
@@ -161,3 +166,41 @@ def test_langchain_env_prints_exports(homes: dict[str, Path]) -> None:
     output = invoke("langchain", "env")
     assert "export OPENAI_BASE_URL=http://127.0.0.1:8742/v1" in output
     assert "export ANTHROPIC_BASE_URL=http://127.0.0.1:8742" in output
+
+
+@pytest.mark.parametrize("user_key", ["sk-user-own-openai-key-123", None])
+def test_langchain_env_never_prints_or_clobbers_a_key(homes: dict[str, Path], user_key: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    if user_key is not None:
+        env["OPENAI_API_KEY"] = user_key
+    switch = f"{shlex.quote(sys.executable)} -m switch langchain env"
+    # What the user does with the output: eval it in their shell, then use their clients.
+    shell = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'out="$({switch})" && eval "$out" && '
+            'printf "%s\\n---\\n%s|%s" "$out" "$OPENAI_API_KEY" "$OPENAI_BASE_URL"',
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.returncode == 0, shell.stderr
+    printed, after = shell.stdout.split("\n---\n")
+    assert after == f"{user_key or ''}|http://127.0.0.1:8742/v1"
+    exported = [line.split("=", 1)[0] for line in printed.splitlines() if line.startswith("export ")]
+    assert exported == ["export OPENAI_BASE_URL", "export ANTHROPIC_BASE_URL"]
+    assert "KEY=" not in printed and (user_key is None or user_key not in printed)
+    assert all(line.startswith(("export ", "# ")) for line in printed.splitlines())
+    assert CLASSIFYING_MODEL in printed
+
+
+def test_langchain_on_offers_the_classifying_model_and_needs_no_extra_variable(homes: dict[str, Path]) -> None:
+    output = invoke("langchain", "on")
+    assert f"`dcode -M switch:{CLASSIFYING_MODEL}`" in output
+    provider = tomllib.loads(homes["langchain"].read_text())["models"]["providers"]["switch"]
+    assert provider["models"] == [CLASSIFYING_MODEL, "switch/orchestrator", "switch/subagent", "switch/background"]
+    # dcode asks for the variable named here before it starts; none should be needed.
+    assert "api_key_env" not in provider

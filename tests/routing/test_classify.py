@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from switch.routing.classify import classify
+from switch.routing.classify import CLASSIFYING_MODEL, classify
 from tests.conftest import capture_names, load_capture
 
 SUBAGENT_CALLS = {
@@ -65,3 +67,33 @@ def test_session_from_metadata_user_id() -> None:
     assert classify({}, legacy).session_id == "1234-5678"
     json_form = {"model": "m", "metadata": {"user_id": '{"device_id":"d","session_id":"s-42"}'}}
     assert classify({}, json_form).session_id == "s-42"
+
+
+DEEPAGENTS_SUBAGENT = {
+    "system": "# Deep Agents Code (dcode)\n\nYou are a deep agent, an AI assistant.",
+    "messages": [
+        {"role": "user", "content": "check the repo"},
+        {"role": "user", "content": "[The messages above are a prior conversation you are continuing as the subagent"},
+    ],
+    "tools": [{"name": "task"}, {"name": "ls"}],
+}
+
+
+@given(suffix=st.text(min_size=1, max_size=40))
+def test_switch_model_names_other_than_roles_leave_the_role_to_the_request(suffix: str) -> None:
+    # Only `switch/<role>` forces a role; any other `switch/...` name (`switch/auto` among them) is
+    # classified like a plain model, so a deepagents subagent keeps its subagent role.
+    model = "switch/" + suffix
+    info = classify({}, {**DEEPAGENTS_SUBAGENT, "model": model})
+    if suffix in ("orchestrator", "subagent", "background"):
+        assert info.explicit and info.role == suffix
+    else:
+        assert not info.explicit and info.role == "subagent"
+    assert info.harness == "langchain"
+
+
+def test_switch_model_names_mark_an_unnamed_caller_as_langchain_only() -> None:
+    plain = {"model": CLASSIFYING_MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    assert classify({"user-agent": "OpenAI/Python 2.3.0"}, plain).harness == "langchain"
+    assert classify({"user-agent": "OpenAI/Python 2.3.0"}, {**plain, "model": "gpt-5.5"}).harness == "other"
+    assert classify({"originator": "codex_exec"}, plain).harness == "codex"
