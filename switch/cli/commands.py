@@ -1,4 +1,4 @@
-"""The `switch` command. Each command imports what it needs inside its body so `--help` is fast."""
+"""The typer app behind `switch`. Each command imports what it needs inside its body so `--help` is fast."""
 
 from __future__ import annotations
 
@@ -30,6 +30,24 @@ keys.register(app)
 doctor.register(app)
 
 
-def main() -> None:
-    """Entry point of the console script."""
-    app()
+@app.command()
+def statusline(
+    session: str = typer.Option(None, help="Show this session instead of reading Claude Code's JSON on stdin."),
+) -> None:
+    """One line about a harness session: models per role, real spend, native estimate, cache, last call."""
+    import sys
+
+    from switch.statusline import claude_statusline, line_for
+
+    if session is not None:
+        typer.echo(line_for(session))
+        return
+    raise typer.Exit(claude_statusline(sys.stdin, sys.stdout))
+
+
+@app.command("codex-notify", hidden=True, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def codex_notify_command(ctx: typer.Context) -> None:
+    """Codex's per-turn `notify` program (the turn's JSON last; your own notify program before it)."""
+    from switch.statusline import codex_notify
+
+    raise typer.Exit(codex_notify(ctx.args))

@@ -1,0 +1,32 @@
+"""The `switch` command. Harness hooks (`statusline`, `codex-notify`) are dispatched before typer and the
+command modules are imported, because harnesses run them after every message and wait for them."""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; the hooks below must not pay for it
+if TYPE_CHECKING:
+    from typing import Any
+
+FAST_COMMANDS = ("statusline", "codex-notify")
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    if sys.argv[1:2] and sys.argv[1] in FAST_COMMANDS:
+        from switch.statusline import main as hook_main
+
+        raise SystemExit(hook_main(sys.argv[1:]))
+    from switch.cli.commands import app
+
+    app()
+
+
+def __getattr__(name: str) -> Any:
+    # `from switch.cli import app` keeps working without making every `switch` start import typer.
+    if name == "app":
+        from switch.cli.commands import app
+
+        return app
+    raise AttributeError(f"module 'switch.cli' has no attribute {name!r}")
