@@ -33,6 +33,7 @@ NO_CALLS = f"{PREFIX} · no calls through switch in this session yet"
 UNREADABLE = f"{PREFIX} · ledger unavailable"
 # A reader in WAL mode is not blocked by the writer; this only bounds a rare checkpoint or schema change.
 BUSY_TIMEOUT_SECONDS = 0.05
+RECORDER_SETTLE_SECONDS = 0.5
 
 
 def session_of(payload: Any, *keys: str) -> str | None:
@@ -131,6 +132,9 @@ def codex_notify(args: Sequence[str]) -> int:
     if not isinstance(payload, dict) or payload.get("type") != "agent-turn-complete":
         return 0
     session = session_of(payload, "thread-id", "thread_id")
+    # Codex runs this the moment the turn ends, when the recorder may still hold the turn's last call
+    # (it commits in batches every 0.2 s). Nobody waits for this program, so it can afford to let it land.
+    time.sleep(RECORDER_SETTLE_SECONDS)
     line = line_for(session)
     try:
         log = locations.ensure_private_dir(locations.logs_dir()) / "turns.log"

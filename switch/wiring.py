@@ -78,9 +78,20 @@ def hook_argv(command: str) -> list[str]:
     return [sys.executable, "-S", "-P", "-c", code, command]
 
 
+STATUSLINE_REFRESH_SECONDS = 5
+
+
 def claude_statusline() -> dict[str, Any]:
-    """The `statusLine` setting that shows switch's line in Claude Code."""
-    return {"type": "command", "command": shlex.join(hook_argv("statusline")), "padding": 0}
+    """The `statusLine` setting that shows switch's line in Claude Code.
+
+    Claude Code runs it when a message arrives, which can be before the recorder has committed that
+    message's call (it batches for 0.2 s); `refreshInterval` re-runs it so the line catches up."""
+    return {
+        "type": "command",
+        "command": shlex.join(hook_argv("statusline")),
+        "padding": 0,
+        "refreshInterval": STATUSLINE_REFRESH_SECONDS,
+    }
 
 
 # ---- Claude Code: the `env` block of settings.json -------------------------------------------------
