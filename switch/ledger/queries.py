@@ -306,23 +306,34 @@ def sessions(
     return rows
 
 
+ROLES = ("orchestrator", "subagent", "background")
+
+
 def session_status(connection: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    """One session's figures (as `sessions`), the model that last served each role, and how its latest
-    call ended; None for a session with no calls. Reads only that session's rows (index on session_id)."""
-    found = sessions(connection, session_id=session_id, limit=1)
-    if not found:
+    """One session's figures (the rollup `spend --by session` reads, finished the same way), the model
+    that last served each role, and how its latest call ended; None for a session with no calls.
+
+    Runs after every harness message, so every read is an index lookup: the rollup by session id, and
+    the calls newest first on (session_id, started_at), stopping at the first match."""
+    row = connection.execute(
+        f"SELECT MIN(harness), {_ROLLUP_SUMS} FROM rollup_session WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is None or not row[1]:
         return None
-    status = found[0]
-    status["models"] = {
-        role: model
-        for role, model, _latest in connection.execute(
-            "SELECT role, served_model, MAX(started_at) FROM calls"
-            " WHERE session_id = ? AND outcome = 'completed' GROUP BY role",
-            (session_id,),
-        )
-    }
+    status = _finish(dict(zip(("harness", *ROLLUP_SUMS, "first_at", "last_at"), row, strict=True)))
+    status["session_id"] = session_id
+    models: dict[str, str] = {}
+    for role in ROLES:
+        served = connection.execute(
+            "SELECT served_model FROM calls INDEXED BY ix_calls_session"
+            " WHERE session_id = ? AND role = ? AND outcome = 'completed' ORDER BY started_at DESC LIMIT 1",
+            (session_id, role),
+        ).fetchone()
+        if served is not None:
+            models[role] = served[0]
+    status["models"] = models
     last = connection.execute(
-        "SELECT outcome, fallback_attempt, served_model, http_status FROM calls"
+        "SELECT outcome, fallback_attempt, served_model, http_status FROM calls INDEXED BY ix_calls_session"
         " WHERE session_id = ? ORDER BY started_at DESC, id DESC LIMIT 1",
         (session_id,),
     ).fetchone()
