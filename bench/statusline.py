@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from switch.ledger.recorder import _UPSERT_ROLLUP, _UPSERT_SESSION, COLUMNS, rollup_deltas, session_deltas  # noqa: E402
+from switch.statusline import line_for  # noqa: E402
 from switch.wiring import hook_argv  # noqa: E402
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows  # noqa: E402
 
@@ -97,6 +98,14 @@ def run(home: Path, rows: int, runs: int) -> None:
     report("switch statusline, 40-call session", timings(command, typical, env, runs))
     report(f"switch statusline, {LONG_CALLS:,}-call session", timings(command, long, env, runs))
     report("switch statusline, unknown session", timings(command, b'{"session_id": "nope"}', env, runs))
+    # The command's own work without process start-up: open the ledger, look the session up, render.
+    for session in (f"session-{rows // 80}", LONG_SESSION):
+        in_process = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            line_for(session, home / "ledger.db")
+            in_process.append((time.perf_counter() - started) * 1000)
+        report(f"  of which ledger lookup and line ({session})", in_process)
 
 
 if __name__ == "__main__":
