@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,33 @@ def proxy_url(port: int) -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def hook_argv(command: str) -> list[str]:
+    """How a harness runs a switch hook (`statusline`, `codex-notify`) after every message: this Python
+    without `site` (which costs as much start-up time as the hook itself) and without the working directory
+    on its path, told where switch lives; the hooks need nothing but the standard library and switch."""
+    import switch
+
+    root = str(Path(switch.__file__).resolve().parent.parent)
+    code = f"import sys; sys.path.insert(0, {root!r}); from switch.cli import main; main()"
+    return [sys.executable, "-S", "-P", "-c", code, command]
+
+
+STATUSLINE_REFRESH_SECONDS = 5
+
+
+def claude_statusline() -> dict[str, Any]:
+    """The `statusLine` setting that shows switch's line in Claude Code.
+
+    Claude Code runs it when a message arrives, which can be before the recorder has committed that
+    message's call (it batches for 0.2 s); `refreshInterval` re-runs it so the line catches up."""
+    return {
+        "type": "command",
+        "command": shlex.join(hook_argv("statusline")),
+        "padding": 0,
+        "refreshInterval": STATUSLINE_REFRESH_SECONDS,
+    }
+
+
 # ---- Claude Code: the `env` block of settings.json -------------------------------------------------
 
 
@@ -99,8 +128,11 @@ def _indent_of(raw: bytes | None) -> int:
     return 2
 
 
-def claude_on(port: int) -> Path:
-    """Point Claude Code at switch (idempotent)."""
+def claude_on(port: int, statusline: bool = True) -> tuple[Path, str]:
+    """Point Claude Code at switch (idempotent), and unless told not to, show switch's status line.
+
+    Returns the file and what happened to the status line: `installed`, `kept` (the user has their own,
+    which switch never replaces) or `skipped`."""
     path = claude_settings_path()
     raw, settings = _read_json(path)
     record = _load_record("claude")
@@ -119,12 +151,24 @@ def claude_on(port: int) -> Path:
     env = dict(env or {})
     env.update(wanted)
     settings["env"] = env
+    current = settings.get("statusLine", ABSENT)
+    ours = record.get("statusline")
+    if current != ABSENT and current != ours:
+        outcome = "kept"
+    elif statusline:
+        ours = settings["statusLine"] = claude_statusline()
+        outcome = "installed"
+    else:
+        if current != ABSENT:  # switch's own line from an earlier `on`, now declined
+            del settings["statusLine"]
+        ours, outcome = None, "skipped"
     data = (json.dumps(settings, indent=_indent_of(raw), ensure_ascii=False) + "\n").encode()
     atomic_write(path, data)
     record["written"] = digest(data)
     record["values"] = wanted
+    record["statusline"] = ours
     _save_record("claude", record)
-    return path
+    return path, outcome
 
 
 def claude_off() -> Path | None:
@@ -141,11 +185,13 @@ def claude_off() -> Path | None:
         else:
             atomic_write(path, original.encode("utf-8"))
     elif raw is not None:
+        changed = False
         env = settings.get("env")
         if isinstance(env, dict):
             for key, value in record.get("values", {}).items():
                 if env.get(key) != value:
                     continue  # the user changed it since: leave their value
+                changed = True
                 before = record["before"].get(key, ABSENT)
                 if before == ABSENT:
                     env.pop(key, None)
@@ -153,6 +199,10 @@ def claude_off() -> Path | None:
                     env[key] = before
             if not env and not record.get("env_existed"):
                 settings.pop("env", None)
+        if record.get("statusline") is not None and settings.get("statusLine") == record["statusline"]:
+            del settings["statusLine"]  # still switch's line (switch only adds one where there was none)
+            changed = True
+        if changed:
             atomic_write(path, (json.dumps(settings, indent=_indent_of(raw), ensure_ascii=False) + "\n").encode())
     _record_path("claude").unlink()
     return path
@@ -196,18 +246,36 @@ def _remove_table(document: Any, dotted: tuple[str, ...], values: dict[str, Any]
             _remove_table(document, dotted[:-1], {})
 
 
-def _toml_on(harness: str, path: Path, tables: dict[tuple[str, ...], dict[str, Any]]) -> Path:
+def _toml_on(
+    harness: str, path: Path, tables: dict[tuple[str, ...], dict[str, Any]], keys: dict[str, Any] | None = None
+) -> tuple[Path, list[str]]:
+    """Write `tables`, and each top-level key of `keys` the user has not set themselves; returns the file
+    and the keys left alone because the user holds their own value (switch never replaces those)."""
     text, document = _read_toml(path)
     record = _load_record(harness)
     if record is None:
         record = {"path": str(path), "original": text}
     for dotted, values in tables.items():
         _set_table(document, dotted, values)
+    previously: dict[str, Any] = record.get("keys", {})
+    written: dict[str, Any] = {}
+    kept: list[str] = []
+    for key, value in (keys or {}).items():
+        current = document.get(key)
+        if current is not None and current.unwrap() != previously.get(key):
+            kept.append(key)
+            continue
+        document[key] = value
+        written[key] = value
+    for key in set(previously) - set(written) - set(kept):
+        if key in document:
+            del document[key]  # switch's own value from an earlier `on`, now declined
     data = tomlkit.dumps(document).encode()
-    _save_record(harness, {**record, "tables": [[list(k), v] for k, v in tables.items()]})
+    state = {**record, "tables": [[list(k), v] for k, v in tables.items()], "keys": written}
+    _save_record(harness, state)
     atomic_write(path, data)
-    _save_record(harness, {**record, "tables": [[list(k), v] for k, v in tables.items()], "written": digest(data)})
-    return path
+    _save_record(harness, {**state, "written": digest(data)})
+    return path, kept
 
 
 def _toml_off(harness: str) -> Path | None:
@@ -224,6 +292,10 @@ def _toml_off(harness: str) -> Path | None:
     elif text is not None:
         for dotted, values in record.get("tables", []):
             _remove_table(document, tuple(dotted), values)
+        for key, value in record.get("keys", {}).items():
+            current = document.get(key)
+            if current is not None and current.unwrap() == value:
+                del document[key]
         atomic_write(path, tomlkit.dumps(document).encode())
     _record_path(harness).unlink()
     return path
@@ -242,9 +314,34 @@ def codex_tables(port: int, model: str = "gpt-5.5") -> dict[tuple[str, ...], dic
     }
 
 
-def codex_on(port: int) -> Path:
-    """Add the `switch` provider and profile to Codex's config.toml (idempotent)."""
-    return _toml_on("codex", codex_config_path(), codex_tables(port))
+def codex_notify_argv(chained: list[str] | None = None) -> list[str]:
+    """Codex's `notify` program: switch's per-turn summary, then the user's own program if they have one."""
+    return [*hook_argv("codex-notify"), *(chained or [])]
+
+
+def codex_user_notify() -> list[str] | None:
+    """The `notify` program in the user's Codex config that is not switch's own, if any."""
+    path = codex_config_path()
+    try:
+        _text, document = _read_toml(path)
+    except (WiringError, OSError):
+        return None
+    value = document.get("notify")
+    record = _load_record("codex")
+    if value is None or (record is not None and value.unwrap() == record.get("keys", {}).get("notify")):
+        return None
+    unwrapped = value.unwrap()
+    return [str(part) for part in unwrapped] if isinstance(unwrapped, list) else None
+
+
+def codex_on(port: int, notify: bool = True) -> tuple[Path, bool]:
+    """Add the `switch` provider and profile to Codex's config.toml (idempotent) and, unless told not to or
+    the user has their own, the per-turn `notify` summary; returns the file and whether a user's notify
+    program was left in place."""
+    path, kept = _toml_on(
+        "codex", codex_config_path(), codex_tables(port), {"notify": codex_notify_argv()} if notify else {}
+    )
+    return path, "notify" in kept
 
 
 def codex_off() -> Path | None:
@@ -274,7 +371,7 @@ def deepagents_tables(port: int) -> dict[tuple[str, ...], dict[str, Any]]:
 
 def langchain_on(port: int) -> Path:
     """Add a `switch` provider to deepagents-code's config (idempotent)."""
-    return _toml_on("langchain", deepagents_config_path(), deepagents_tables(port))
+    return _toml_on("langchain", deepagents_config_path(), deepagents_tables(port))[0]
 
 
 def langchain_off() -> Path | None:

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from switch.ledger.db import open_for_writing
-from switch.ledger.recorder import _UPSERT_ROLLUP, COLUMNS, rollup_deltas
+from switch.ledger.recorder import _UPSERT_ROLLUP, _UPSERT_SESSION, COLUMNS, rollup_deltas, session_deltas
 
 FROZEN_NOW = 1_795_000_000.0  # a fixed "now" for tests: 2026-11-19
 MODELS = (
@@ -86,9 +86,9 @@ def seed_ledger(path: Path, count: int, now: float = FROZEN_NOW, span_seconds: f
     batch = 50_000
     for first in range(0, count, batch):
         rows = seeded_rows(min(batch, count - first), now, span_seconds, first, count)
+        named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
         with connection:
             connection.executemany(insert, rows)
-            connection.executemany(
-                _UPSERT_ROLLUP, rollup_deltas([dict(zip(COLUMNS, row, strict=True)) for row in rows])
-            )
+            connection.executemany(_UPSERT_ROLLUP, rollup_deltas(named))
+            connection.executemany(_UPSERT_SESSION, session_deltas(named))
     connection.close()

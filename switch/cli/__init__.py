@@ -1,35 +1,32 @@
-"""The `switch` command. Each command imports what it needs inside its body so `--help` is fast."""
+"""The `switch` command. Harness hooks (`statusline`, `codex-notify`) are dispatched before typer and the
+command modules are imported, because harnesses run them after every message and wait for them."""
 
 from __future__ import annotations
 
-import typer
+import sys
 
-from switch.cli import dash, doctor, harness, keys, ledger, presets, serve
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; the hooks below must not pay for it
+if TYPE_CHECKING:
+    from typing import Any
 
-app = typer.Typer(
-    name="switch",
-    help="Route AI coding harnesses to any model, and see what every call cost.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-
-@app.callback()
-def _root() -> None:
-    """Route AI coding harnesses to any model, and see what every call cost."""
-
-
-serve.register(app)
-presets.register(app)
-ledger.register(app)
-dash.register(app)
-harness.register(app)
-keys.register(app)
-doctor.register(app)
+FAST_COMMANDS = ("statusline", "codex-notify")
 
 
 def main() -> None:
     """Entry point of the console script."""
+    if sys.argv[1:2] and sys.argv[1] in FAST_COMMANDS:
+        from switch.statusline import main as hook_main
+
+        raise SystemExit(hook_main(sys.argv[1:]))
+    from switch.cli.commands import app
+
     app()
+
+
+def __getattr__(name: str) -> Any:
+    # `from switch.cli import app` keeps working without making every `switch` start import typer.
+    if name == "app":
+        from switch.cli.commands import app
+
+        return app
+    raise AttributeError(f"module 'switch.cli' has no attribute {name!r}")

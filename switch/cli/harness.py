@@ -25,7 +25,7 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(2) from exc
 
 
-def _toggle(harness: str, action: str) -> None:
+def _toggle(harness: str, action: str, summary: bool = True) -> None:
     from switch import wiring
     from switch.errors import SwitchError
 
@@ -35,18 +35,20 @@ def _toggle(harness: str, action: str) -> None:
     try:
         if action == "on":
             port = _port()
-            path = {"claude": wiring.claude_on, "codex": wiring.codex_on, "langchain": wiring.langchain_on}[harness](
-                port
-            )
-            hint = {
-                "claude": "Claude Code now talks to switch; start it as usual (`claude`).",
-                "codex": "Start Codex with `codex --profile switch`.",
-                "langchain": (
-                    f"In deepagents-code start `dcode -M {wiring.DEEPAGENTS_MODEL}` (or pick"
+            if harness == "claude":
+                path, statusline = wiring.claude_on(port, summary)
+                typer.echo(f"claude: on ({path}). Claude Code now talks to switch; start it as usual (`claude`).")
+                typer.echo(_statusline_note(statusline))
+            elif harness == "codex":
+                path, kept = wiring.codex_on(port, summary)
+                typer.echo(f"codex: on ({path}). Start Codex with `codex --profile switch`.")
+                typer.echo(_notify_note(kept, summary))
+            else:
+                path = wiring.langchain_on(port)
+                typer.echo(
+                    f"langchain: on ({path}). In deepagents-code start `dcode -M {wiring.DEEPAGENTS_MODEL}` (or pick"
                     f" `{wiring.DEEPAGENTS_MODEL}` with /model): switch routes its orchestrator and subagents apart."
-                ),
-            }[harness]
-            typer.echo(f"{harness}: on ({path}). {hint}")
+                )
         else:
             restored = {"claude": wiring.claude_off, "codex": wiring.codex_off, "langchain": wiring.langchain_off}[
                 harness
@@ -56,18 +58,74 @@ def _toggle(harness: str, action: str) -> None:
         _fail(exc)
 
 
+def _statusline_note(outcome: str) -> str:
+    from switch import wiring
+
+    if outcome == "installed":
+        return (
+            "Status line: switch's (served models, real spend, native estimate, cache, fallbacks) is installed; "
+            "`switch claude on --no-statusline` removes it, `switch claude off` restores everything."
+        )
+    if outcome == "kept":
+        return (
+            "Status line: you have your own, so switch left it alone. To show switch's line too, have your command "
+            f"print it: pipe the same JSON to `{shlex.join(wiring.hook_argv('statusline'))}`."
+        )
+    return "Status line: not installed (`switch claude on` installs it)."
+
+
+def _notify_note(kept: bool, summary: bool) -> str:
+    from switch import wiring
+
+    if kept:
+        theirs = wiring.codex_user_notify() or []
+        combined = json.dumps(wiring.codex_notify_argv(theirs))
+        return (
+            "Per-turn summary: you have your own `notify` program, so switch left it alone. To get both, set "
+            f"notify = {combined} (switch runs yours after its own)."
+        )
+    if not summary:
+        return "Per-turn summary: not installed (`switch codex on` installs it)."
+    return (
+        "Per-turn summary: after each turn switch appends the session's models, spend and savings to "
+        "$SWITCH_HOME/logs/turns.log and shows a desktop notification where one is available "
+        "(`switch codex on --no-notify` removes it)."
+    )
+
+
+def _claude_launch_settings(port: int, statusline: bool) -> dict[str, Any]:
+    """`--settings` for one launch: the proxy, and switch's status line unless the user has their own."""
+    from switch import wiring
+
+    settings: dict[str, Any] = {"env": wiring.claude_env(port)}
+    if statusline:
+        try:
+            user = json.loads(wiring.claude_settings_path().read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            user = {}
+        if not (isinstance(user, dict) and user.get("statusLine")):
+            settings["statusLine"] = wiring.claude_statusline()
+    return settings
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to `app`."""
 
     @app.command()
-    def claude(action: str = typer.Argument(..., help="on or off")) -> None:
-        """Point Claude Code's settings.json at switch, or restore it exactly."""
-        _toggle("claude", action)
+    def claude(
+        action: str = typer.Argument(..., help="on or off"),
+        no_statusline: bool = typer.Option(False, "--no-statusline", help="Do not install switch's status line."),
+    ) -> None:
+        """Point Claude Code's settings.json at switch (with switch's status line), or restore it exactly."""
+        _toggle("claude", action, not no_statusline)
 
     @app.command()
-    def codex(action: str = typer.Argument(..., help="on or off")) -> None:
-        """Add (or remove) the `switch` provider and profile in Codex's config.toml."""
-        _toggle("codex", action)
+    def codex(
+        action: str = typer.Argument(..., help="on or off"),
+        no_notify: bool = typer.Option(False, "--no-notify", help="Do not add switch's per-turn summary."),
+    ) -> None:
+        """Add (or remove) the `switch` provider, profile and per-turn summary in Codex's config.toml."""
+        _toggle("codex", action, not no_notify)
 
     @app.command()
     def langchain(action: str = typer.Argument(..., help="on, off, or env")) -> None:
@@ -156,7 +214,13 @@ def register(app: typer.Typer) -> None:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
 
     @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def run(ctx: typer.Context, harness: str = typer.Argument(..., help="claude, codex or dcode")) -> None:
+    def run(
+        ctx: typer.Context,
+        harness: str = typer.Argument(..., help="claude, codex or dcode"),
+        no_summary: bool = typer.Option(
+            False, "--no-summary", help="No switch status line (Claude Code) or per-turn summary (Codex)."
+        ),
+    ) -> None:
         """Launch a harness through switch without touching any file (extra arguments go to the harness)."""
         from switch import daemon, wiring
         from switch.config import load_settings
@@ -201,7 +265,7 @@ def register(app: typer.Typer) -> None:
         env = dict(os.environ)
         command = [executable]
         if harness == "claude":
-            command += ["--settings", json.dumps({"env": wiring.claude_env(port)})]
+            command += ["--settings", json.dumps(_claude_launch_settings(port, not no_summary))]
         elif harness == "codex":
             command += [
                 "-c", 'model_provider="switch"',
@@ -210,6 +274,8 @@ def register(app: typer.Typer) -> None:
                 "-c", 'model_providers.switch.wire_api="responses"',
                 "-c", "model_providers.switch.requires_openai_auth=false",
             ]  # fmt: skip
+            if not no_summary:  # for this launch only; the user's own notify program still runs after it
+                command += ["-c", "notify=" + json.dumps(wiring.codex_notify_argv(wiring.codex_user_notify()))]
         else:
             env.update(wiring.langchain_child_env(port, env))
         try:

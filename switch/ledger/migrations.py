@@ -154,6 +154,13 @@ MIGRATIONS = (
         FROM calls GROUP BY 1, 2, 3;
         """,
     ),
+    (
+        5,
+        "per-session lookups in the session rollup",
+        # The status line reads one session's sums after every harness message; the rollup's key starts
+        # with the bucket, so without this it would scan every session's rows.
+        "CREATE INDEX ix_rollup_session_session ON rollup_session (session_id)",
+    ),
 )
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-import statistics
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta
-from typing import Any
 
 from switch.ledger.migrations import BUCKET_SECONDS, ROLLUP_SUMS
+
+TYPE_CHECKING = False  # the status line imports this module: keep `typing` off its start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUPS: dict[str, str] = {
     "day": "strftime('%Y-%m-%d', started_at, 'unixepoch', 'localtime')",
@@ -44,6 +45,8 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 def parse_time(text: str | None, now: float | None = None) -> float | None:
     """`1h`, `7d`, `today`, `yesterday`, an ISO date or date-time → Unix time (None stays None)."""
+    from datetime import datetime, timedelta
+
     if text is None or text == "":
         return None
     now = time.time() if now is None else now
@@ -97,6 +100,8 @@ def _medians(
     Exact up to MEDIAN_SAMPLE calls; above that, computed over MEDIAN_SAMPLE calls picked evenly by
     id across the range (ids follow time), so a million-row ledger answers in milliseconds.
     """
+    import statistics
+
     low, high = connection.execute(f"SELECT MIN(id), MAX(id) FROM calls {where}", params).fetchone()
     if low is None:
         return {}, {}
@@ -194,19 +199,28 @@ def spend(
     rows.sort(key=lambda row: (-(row["spend_micros"] or 0), -(row["calls"] or 0)))
     ttft, tps = _medians(connection, group_sql, where, params) if medians else ({}, {})
     for row in rows:
-        group = row["grp"]
-        if row["unpriced"] and row["unpriced"] == row["calls"]:
-            row["spend_micros"] = row["savings_micros"] = None  # nothing priced: unknown, not free
-        total_input = (row["input_tokens"] or 0) + (row["cache_read_tokens"] or 0) + (row["cache_write_tokens"] or 0)
-        row["cache_hit_rate"] = (row["cache_read_tokens"] or 0) / total_input if total_input else None
-        row["median_ttft_ms"] = ttft.get(group)
-        row["median_output_tps"] = tps.get(group)
-        row["savings_pct"] = (
-            row["savings_micros"] / row["native_micros"]
-            if row["native_micros"] and row["savings_micros"] is not None
-            else None
-        )
+        _finish(row)
+        row["median_ttft_ms"] = ttft.get(row["grp"])
+        row["median_output_tps"] = tps.get(row["grp"])
     return rows
+
+
+def _finish(row: dict[str, Any]) -> dict[str, Any]:
+    """The derived figures every report shows, defined once: spend and savings stay unknown (None) when no
+    call was priced, the other sums count missing as zero, cache hit rate and savings share of native."""
+    for name in ROLLUP_SUMS:
+        if row.get(name) is None:
+            row[name] = 0
+    if row["unpriced"] and row["unpriced"] == row["calls"]:
+        row["spend_micros"] = row["savings_micros"] = None  # nothing priced: unknown, not free
+    total_input = row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
+    row["cache_hit_rate"] = row["cache_read_tokens"] / total_input if total_input else None
+    row["savings_pct"] = (
+        row["savings_micros"] / row["native_micros"]
+        if row["native_micros"] and row["savings_micros"] is not None
+        else None
+    )
+    return row
 
 
 _SPEND_KEYS = ("grp", *ROLLUP_SUMS, "first_at", "last_at")
@@ -254,42 +268,80 @@ def iterate(
         yield dict(zip(names, row, strict=True))
 
 
+_SESSION_KEYS = (
+    "session_id",
+    "harness",
+    "started_at",
+    "ended_at",
+    *ROLLUP_SUMS,
+    "first_at",
+    "last_at",
+    "orchestrator_micros",
+    "subagent_micros",
+    "orchestrator_tokens",
+    "subagent_tokens",
+)
+
+
 def sessions(
-    connection: sqlite3.Connection, since: float | None = None, until: float | None = None, limit: int = 200
+    connection: sqlite3.Connection,
+    since: float | None = None,
+    until: float | None = None,
+    limit: int = 200,
+    session_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per harness session: span, calls, orchestrator vs subagent spend and tokens, savings."""
-    where, params = _where(since, until)
+    """One row per harness session (or just `session_id`), newest first: span, calls, orchestrator vs
+    subagent spend and tokens, and the same spend, native, savings and cache figures as `spend --by session`."""
+    where, params = _where(since, until, {"session_id": session_id} if session_id else None)
     condition = f"{where} AND session_id IS NOT NULL" if where else "WHERE session_id IS NOT NULL"
     sql = f"""
-        SELECT session_id, MIN(harness), MIN(started_at), MAX(started_at + duration_ms / 1000.0), COUNT(*),
+        SELECT session_id, MIN(harness), MIN(started_at), MAX(started_at + duration_ms / 1000.0), {_CALLS_SUMS},
                SUM(CASE WHEN role = 'orchestrator' THEN cost_micros END),
                SUM(CASE WHEN role != 'orchestrator' THEN cost_micros END),
                SUM(CASE WHEN role = 'orchestrator' THEN input_tokens + cache_read_tokens + output_tokens END),
-               SUM(CASE WHEN role != 'orchestrator' THEN input_tokens + cache_read_tokens + output_tokens END),
-               SUM(native_cost_micros) - SUM(cost_micros), SUM(cache_read_tokens),
-               SUM(input_tokens + cache_read_tokens + cache_write_tokens), SUM(cache_savings_micros)
+               SUM(CASE WHEN role != 'orchestrator' THEN input_tokens + cache_read_tokens + output_tokens END)
         FROM calls {condition} GROUP BY session_id ORDER BY MAX(started_at) DESC LIMIT ?
     """
-    keys = (
-        "session_id",
-        "harness",
-        "started_at",
-        "ended_at",
-        "calls",
-        "orchestrator_micros",
-        "subagent_micros",
-        "orchestrator_tokens",
-        "subagent_tokens",
-        "savings_micros",
-        "cache_read_tokens",
-        "total_input_tokens",
-        "cache_savings_micros",
-    )
-    rows = [dict(zip(keys, row, strict=True)) for row in connection.execute(sql, [*params, limit])]
+    rows = [dict(zip(_SESSION_KEYS, row, strict=True)) for row in connection.execute(sql, [*params, limit])]
     for row in rows:
-        total = row["total_input_tokens"] or 0
-        row["cache_hit_rate"] = (row["cache_read_tokens"] or 0) / total if total else None
+        _finish(row)
+        row["total_input_tokens"] = row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
     return rows
+
+
+ROLES = ("orchestrator", "subagent", "background")
+
+
+def session_status(connection: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    """One session's figures (the rollup `spend --by session` reads, finished the same way), the model
+    that last served each role, and how its latest call ended; None for a session with no calls.
+
+    Runs after every harness message, so every read is an index lookup: the rollup by session id, and
+    the calls newest first on (session_id, started_at), stopping at the first match."""
+    row = connection.execute(
+        f"SELECT MIN(harness), {_ROLLUP_SUMS} FROM rollup_session WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is None or not row[1]:
+        return None
+    status = _finish(dict(zip(("harness", *ROLLUP_SUMS, "first_at", "last_at"), row, strict=True)))
+    status["session_id"] = session_id
+    models: dict[str, str] = {}
+    for role in ROLES:
+        served = connection.execute(
+            "SELECT served_model FROM calls INDEXED BY ix_calls_session"
+            " WHERE session_id = ? AND role = ? AND outcome = 'completed' ORDER BY started_at DESC LIMIT 1",
+            (session_id, role),
+        ).fetchone()
+        if served is not None:
+            models[role] = served[0]
+    status["models"] = models
+    last = connection.execute(
+        "SELECT outcome, fallback_attempt, served_model, http_status FROM calls INDEXED BY ix_calls_session"
+        " WHERE session_id = ? ORDER BY started_at DESC, id DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    status["last"] = dict(zip(("outcome", "fallback_attempt", "served_model", "http_status"), last, strict=True))
+    return status
 
 
 def series(
@@ -327,6 +379,8 @@ def series(
 
 def local_bucket_start(moment: float, bucket_seconds: int) -> int:
     """Start of the local-time bucket holding `moment`: local midnight plus whole buckets (a day: midnight)."""
+    from datetime import datetime
+
     midnight = datetime.fromtimestamp(moment).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
     if bucket_seconds >= 86400:
         return int(midnight)  # a day with a daylight-saving change lasts 23 or 25 hours: still one bucket

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness, check_ledger, has_tool_result
 from tests.fake_upstream import ToolCall, Turn
+from tests.servers import start_serve
 
 ALLOWED = ["--allowedTools", "Write,Bash,Read,Agent,Task"]
 
@@ -68,3 +80,76 @@ def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness
     rows = check_ledger(run, "claude-code")
     assert {r["role"] for r in rows if r["served_model"] == SUBAGENT_MODEL} == {"subagent"}
     assert {r["role"] for r in rows if r["served_model"] == ORCHESTRATOR_MODEL} == {"orchestrator"}
+
+
+def _screen_text(raw: bytes) -> str:
+    """What a terminal shows, squeezed: escape sequences and all whitespace removed (Ink moves the cursor
+    over unchanged cells instead of writing spaces)."""
+    text = re.sub(
+        r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]", "", raw.decode("utf-8", "replace")
+    )
+    return re.sub(r"\s+", "", text)
+
+
+def test_status_line_shows_the_served_model_in_the_interactive_cli(
+    harness: Callable[..., Harness], claude_bin: Path
+) -> None:
+    """Claude Code runs status lines only interactively (not with -p): drive the real TUI in a terminal."""
+    run = harness(lambda request: Turn(text="Hello from Kimi."), [claude_bin])
+    home = Path(run.env["HOME"])
+    key = run.env["ANTHROPIC_API_KEY"]
+    (home / ".claude.json").write_text(  # a user who has been through onboarding, trusts the folder and the key
+        json.dumps(
+            {
+                "hasCompletedOnboarding": True,
+                "theme": "dark",
+                "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
+                "projects": {str(run.work): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}},
+            }
+        )
+    )
+    config = (run.switch_home / "config.toml").read_text()
+    port = int(re.search(r"port = (\d+)", config).group(1))  # type: ignore[union-attr]
+    proxy = start_serve(port, run.env)
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 250, 0, 0))
+    claude = subprocess.Popen(
+        [sys.executable, "-m", "switch", "run", "claude"],
+        cwd=run.work,
+        env={**run.env, "TERM": "xterm-256color"},
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    screen = b""
+
+    def wait_for(squeezed: str, timeout: float) -> None:
+        nonlocal screen
+        deadline = time.monotonic() + timeout
+        while squeezed not in _screen_text(screen):
+            assert time.monotonic() < deadline, f"never showed {squeezed!r}: {_screen_text(screen)[-1500:]}"
+            ready, _, _ = select.select([controller], [], [], 0.2)
+            if ready:
+                try:
+                    screen += os.read(controller, 65536)
+                except OSError:  # the terminal closed: the CLI exited
+                    raise AssertionError(f"claude exited: {_screen_text(screen)[-1500:]}") from None
+
+    try:
+        wait_for("switch·nocallsrecordedyet", 120)  # the status line ran before the first message
+        os.write(controller, b"say hi")
+        wait_for("sayhi", 30)
+        os.write(controller, b"\r")
+        wait_for("HellofromKimi.", 120)
+        # The line is redrawn in place: Ink rewrites only the cells that changed, so "switch · " is not resent.
+        wait_for(f"orchestrator{ORCHESTRATOR_MODEL}·spent", 60)
+    finally:
+        os.killpg(claude.pid, signal.SIGKILL)
+        claude.wait(timeout=30)
+        os.close(controller)
+        proxy.terminate()
+        proxy.wait(timeout=30)
+    rows = check_ledger(run, "claude-code")
+    assert {row["session_id"] for row in rows} == {rows[0]["session_id"]}

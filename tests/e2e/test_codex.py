@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,3 +66,19 @@ def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness
     rows = check_ledger(run, "codex", "openai-responses")
     assert {r["role"] for r in rows if r["served_model"] == SUBAGENT_MODEL} == {"subagent"}
     assert {r["role"] for r in rows if r["served_model"] == ORCHESTRATOR_MODEL} == {"orchestrator"}
+
+
+def test_turn_summary_is_written_after_each_turn(harness: Callable[..., Harness], codex_bin: Path) -> None:
+    """Codex runs switch's notify program after the turn; Codex discards its output, so it goes to turns.log."""
+    run = harness(lambda request: Turn(text="Hello from Kimi via Codex."), [codex_bin])
+    run.env["SWITCH_NO_DESKTOP_NOTIFY"] = "1"
+    result = run.run("codex", *EXEC, "say hi")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = check_ledger(run, "codex", "openai-responses")
+    session = rows[0]["session_id"]
+    log = run.switch_home / "logs" / "turns.log"
+    deadline = time.monotonic() + 60  # Codex starts the program as the turn ends and does not wait for it
+    while not log.exists() or f" codex {session} " not in log.read_text():
+        assert time.monotonic() < deadline, "no summary for the turn"
+        time.sleep(0.1)
+    assert f" codex {session} switch · orchestrator {ORCHESTRATOR_MODEL} · spent " in log.read_text()

@@ -1,0 +1,216 @@
+"""`claude on|off` and `codex on|off` install switch's status line and per-turn summary without ever replacing
+the user's own, and `off` gives back the files byte for byte; `run` uses them for one launch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import tomlkit
+from typer.testing import CliRunner
+
+from switch import wiring
+from switch.cli import app
+from tests.cli.test_wiring import CODEX, SETTINGS
+from tests.servers import free_port, start_serve
+
+CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "statusline"
+THEIR_STATUSLINE = {"type": "command", "command": "~/.claude/my-statusline.sh", "padding": 1}
+THEIR_NOTIFY = ["notify-send", "Codex"]
+
+
+@pytest.fixture
+def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    home = tmp_path / "user"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return {"claude": home / ".claude" / "settings.json", "codex": home / ".codex" / "config.toml"}
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def with_their_statusline() -> str:
+    settings = json.loads(SETTINGS)
+    settings["statusLine"] = THEIR_STATUSLINE
+    return json.dumps(settings, indent=4) + "\n"
+
+
+@pytest.mark.parametrize("original", [SETTINGS, None], ids=["settings", "no-file"])
+def test_claude_on_installs_the_status_line_and_off_restores_bytes(
+    homes: dict[str, Path], original: str | None
+) -> None:
+    path = homes["claude"]
+    if original is not None:
+        path.write_text(original)
+    output = invoke("claude", "on")
+    assert json.loads(path.read_text())["statusLine"] == wiring.claude_statusline()
+    assert "Status line: switch's" in output and "--no-statusline" in output
+    invoke("claude", "on")
+    invoke("claude", "off")
+    assert (path.read_bytes() if path.exists() else None) == (original.encode() if original else None)
+
+
+def test_the_installed_status_line_command_runs_in_a_shell(homes: dict[str, Path]) -> None:
+    """What Claude Code runs: the `command` string through the shell, its JSON on stdin, from any directory."""
+    invoke("claude", "on")
+    command = json.loads(homes["claude"].read_text())["statusLine"]["command"]
+    (homes["claude"].parent / "json.py").write_text("raise SystemExit('a project file shadowed the stdlib')\n")
+    result = subprocess.run(
+        command,
+        shell=True,
+        input=(CAPTURED / "claude_code_start.json").read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=homes["claude"].parent,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "switch · no calls recorded yet\n", "")
+
+
+def test_claude_on_never_replaces_the_users_status_line(homes: dict[str, Path]) -> None:
+    original = with_their_statusline()
+    homes["claude"].write_text(original)
+    output = invoke("claude", "on")
+    settings = json.loads(homes["claude"].read_text())
+    assert settings["statusLine"] == THEIR_STATUSLINE
+    assert settings["env"]["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1")
+    assert "you have your own" in output and shlex.join(wiring.hook_argv("statusline")) in output
+    invoke("claude", "off")
+    assert homes["claude"].read_text() == original
+
+
+def test_claude_on_no_statusline_and_later_edits(homes: dict[str, Path]) -> None:
+    homes["claude"].write_text(SETTINGS)
+    invoke("claude", "on", "--no-statusline")
+    assert "statusLine" not in json.loads(homes["claude"].read_text())
+    invoke("claude", "on")  # changing one's mind installs it
+    settings = json.loads(homes["claude"].read_text())
+    assert settings["statusLine"] == wiring.claude_statusline()
+    settings["theme"] = "dark"  # the user edits the file while switch is on
+    homes["claude"].write_text(json.dumps(settings, indent=2))
+    invoke("claude", "off")
+    restored = json.loads(homes["claude"].read_text())
+    assert "statusLine" not in restored and restored["theme"] == "dark"
+    assert restored["env"]["ANTHROPIC_BASE_URL"] == "https://my-gateway.example.com"
+
+
+@pytest.mark.parametrize("original", [CODEX, None], ids=["config", "no-file"])
+def test_codex_on_adds_notify_and_off_restores_bytes(homes: dict[str, Path], original: str | None) -> None:
+    path = homes["codex"]
+    if original is not None:
+        path.write_text(original)
+    output = invoke("codex", "on")
+    document = tomlkit.parse(path.read_text())
+    assert document["notify"] == wiring.codex_notify_argv()
+    if original:
+        assert document["model"] == "gpt-5.5"
+    assert "turns.log" in output
+    invoke("codex", "on")
+    invoke("codex", "off")
+    assert (path.read_bytes() if path.exists() else None) == (original.encode() if original else None)
+
+
+def test_codex_on_never_replaces_the_users_notify(homes: dict[str, Path]) -> None:
+    original = f"notify = {json.dumps(THEIR_NOTIFY)}\n" + CODEX
+    homes["codex"].write_text(original)
+    output = invoke("codex", "on")
+    assert tomlkit.parse(homes["codex"].read_text())["notify"] == THEIR_NOTIFY
+    assert "your own `notify`" in output and json.dumps(wiring.codex_notify_argv(THEIR_NOTIFY)) in output
+    invoke("codex", "off")
+    assert homes["codex"].read_text() == original
+
+
+def test_codex_off_after_user_edits_removes_only_switchs_notify(homes: dict[str, Path]) -> None:
+    homes["codex"].write_text(CODEX)
+    invoke("codex", "on")
+    assert tomlkit.parse(homes["codex"].read_text())["notify"] == wiring.codex_notify_argv()
+    homes["codex"].write_text(homes["codex"].read_text() + '\n[profiles.later]\nmodel = "x"\n')
+    invoke("codex", "off")
+    document = tomlkit.parse(homes["codex"].read_text())
+    assert "notify" not in document and document["profiles"]["later"]["model"] == "x"
+
+
+def fake_harness(tmp_path: Path, name: str) -> Path:
+    """A stand-in for the harness executable that records the arguments `switch run` launches it with."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / name
+    script.write_text(
+        f"#!{sys.executable}\nimport json, sys, pathlib\n"
+        f"pathlib.Path({str(tmp_path / 'argv.json')!r}).write_text(json.dumps(sys.argv[1:]))\n"
+    )
+    script.chmod(0o755)
+    return bin_dir
+
+
+def test_run_claude_uses_the_status_line_for_that_launch_only(homes: dict[str, Path], tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": f"{fake_harness(tmp_path, 'claude')}{os.pathsep}{os.environ['PATH']}"}
+    with serving_proxy(env):
+        for theirs in (False, True):
+            if theirs:
+                homes["claude"].write_text(with_their_statusline())
+            before = homes["claude"].read_bytes() if theirs else None
+            result = subprocess.run(
+                [sys.executable, "-m", "switch", "run", "claude", "--", "-p", "hi"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert result.returncode == 0, result.stderr
+            argv = json.loads((tmp_path / "argv.json").read_text())
+            launch = json.loads(argv[argv.index("--settings") + 1])
+            assert argv[-2:] == ["-p", "hi"]
+            # Switch's line for this launch, unless the user has their own (which --settings would override).
+            assert launch.get("statusLine") == (None if theirs else wiring.claude_statusline())
+            assert (homes["claude"].read_bytes() if homes["claude"].exists() else None) == before
+
+
+def test_run_codex_chains_the_users_notify_for_that_launch_only(homes: dict[str, Path], tmp_path: Path) -> None:
+    original = f"notify = {json.dumps(THEIR_NOTIFY)}\n"
+    homes["codex"].write_text(original)
+    env = {**os.environ, "PATH": f"{fake_harness(tmp_path, 'codex')}{os.pathsep}{os.environ['PATH']}"}
+    with serving_proxy(env):
+        result = subprocess.run(
+            [sys.executable, "-m", "switch", "run", "codex", "--", "exec", "hi"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    assert result.returncode == 0, result.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    overrides = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-c"]
+    notify = [value for value in overrides if value.startswith("notify=")]
+    assert notify == ["notify=" + json.dumps(wiring.codex_notify_argv(THEIR_NOTIFY))]
+    assert tomlkit.parse(f"x = {notify[0].removeprefix('notify=')}")["x"] == wiring.codex_notify_argv(THEIR_NOTIFY)
+    assert homes["codex"].read_text() == original
+
+
+@contextmanager
+def serving_proxy(env: dict[str, str]) -> Iterator[None]:
+    """A real `switch serve` for `switch run` to find, stopped (and reaped) whatever happens."""
+    port = free_port()
+    (Path(env["SWITCH_HOME"]) / "config.toml").write_text(f"[server]\nport = {port}\n")
+    process = start_serve(port, env)
+    try:
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
