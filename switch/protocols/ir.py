@@ -165,6 +165,28 @@ class Usage:
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
+class ProtocolError(Exception):
+    """Wire content a protocol cannot read or represent; the proxy maps each kind to an outcome and status."""
+
+    def __init__(self, message: str, *, param: str | None = None, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.usage = usage
+
+
+class RequestFormatError(ProtocolError):
+    """The client's body does not follow its API (answered 400, naming `param`)."""
+
+
+class UnsupportedFeatureError(RequestFormatError):
+    """The request uses something the chosen upstream API cannot represent (answered 400)."""
+
+
+class UpstreamFormatError(ProtocolError):
+    """The upstream's response does not follow its API; `usage` is what it reported before that."""
+
+
 @value
 class Response:
     """A complete (non-streamed) answer."""
