@@ -54,7 +54,8 @@ def test_every_state_file_is_private_under_a_permissive_umask(tmp_path: Path) ->
         try:
             client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0)
             client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "first"}])
-            wait_until(lambda: (home / "ledger.db").exists() and (home / "ledger.db-wal").exists())
+            # SQLite creates the WAL and shared-memory files one after the other: wait for both.
+            wait_until(lambda: all((home / name).exists() for name in ("ledger.db", "ledger.db-wal", "ledger.db-shm")))
             # SQLite removes its WAL and shared-memory files on close: look at them while they exist.
             live_modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in home.glob("ledger.db-*")}
             locker = hold_lock(home / "ledger.db", 3)  # the next record cannot be written: it is spilled
