@@ -32,9 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.workload import claude_code_request, codex_request  # noqa: E402
-from switch.protocols.anthropic_messages.request import request_to_ir  # noqa: E402
-from switch.protocols.openai_chat.request import ChatTarget, request_from_ir  # noqa: E402
-from switch.protocols.openai_responses.request import request_to_ir as responses_request_to_ir  # noqa: E402
+from switch.protocols.anthropic_messages.inbound import request_to_ir  # noqa: E402
+from switch.protocols.openai_chat.outbound import request_from_ir  # noqa: E402
+from switch.protocols.openai_responses.inbound import request_to_ir as responses_request_to_ir  # noqa: E402
+from switch.routing.resolve import ChatTarget  # noqa: E402
 
 KIMI = ChatTarget(
     "moonshotai/Kimi-K3", effort_levels=("low", "high", "max"), max_output_tokens=262144, fixed_sampling=True

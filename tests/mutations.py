@@ -30,9 +30,9 @@ import orjson
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
-from switch.protocols.openai_chat.request import ChatTarget
-from switch.protocols.openai_chat.request import request_from_ir as chat_request_from_ir
+from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
+from switch.protocols.openai_chat.outbound import request_from_ir as chat_request_from_ir
+from switch.routing.resolve import ChatTarget
 from tests.conftest import capture_names, load_capture
 
 # Each proxy-level case is sent to all three upstream APIs, so the default reaches 2,000 generated

@@ -1,7 +1,7 @@
 """Typed reads of a client's JSON body, for the three request parsers.
 
 A client body is outside input: any value may have any JSON type. Each parser checks the type of
-every field it reads where it reads it, and a wrong one becomes a `ClientRequestError` naming the
+every field it reads where it reads it, and a wrong one becomes a `RequestFormatError` naming the
 field's path (`messages[2].content[0].tool_use_id must be a string, not an integer`), so the
 caller gets a 400 in its own format instead of a crash. Paths are only built on the error branch.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switch.errors import ClientRequestError
+from switch.protocols.ir import RequestFormatError
 
 # Token counts must also survive arithmetic and re-encoding as a 64-bit JSON integer; no model
 # comes near this limit.
@@ -36,14 +36,14 @@ def kind_of(value: Any) -> str:
     return type(value).__name__
 
 
-def wrong_type(path: str, expected: str, value: Any) -> ClientRequestError:
+def wrong_type(path: str, expected: str, value: Any) -> RequestFormatError:
     """The error for a field at `path` holding the wrong type."""
-    return ClientRequestError(f"{path} must be {expected}, not {kind_of(value)}", param=path)
+    return RequestFormatError(f"{path} must be {expected}, not {kind_of(value)}", param=path)
 
 
-def missing(path: str) -> ClientRequestError:
+def missing(path: str) -> RequestFormatError:
     """The error for a required field that is absent."""
-    return ClientRequestError(f"{path} is required", param=path)
+    return RequestFormatError(f"{path} is required", param=path)
 
 
 def optional_str(body: dict[str, Any], key: str) -> str | None:
@@ -95,7 +95,7 @@ def token_count(value: Any, path: str, minimum: int = 1) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise wrong_type(path, "an integer", value)
     if not minimum <= value <= MAX_TOKEN_COUNT:
-        raise ClientRequestError(f"{path} must be between {minimum} and {MAX_TOKEN_COUNT}, not {value}", param=path)
+        raise RequestFormatError(f"{path} must be between {minimum} and {MAX_TOKEN_COUNT}, not {value}", param=path)
     return value
 
 
@@ -109,3 +109,32 @@ def string_list(value: Any, path: str) -> tuple[str, ...]:
         if not isinstance(item, str):
             raise wrong_type(f"{path}[{index}]", "a string", item)
     return tuple(value)
+
+
+# Content-block readers take the path of their container and build a block's own path only when raising.
+
+
+def block_type(block: Any, container: str, index: int) -> str:
+    """The `type` of the content block at `container[index]`, which must be an object."""
+    if not isinstance(block, dict):
+        raise wrong_type(f"{container}[{index}]", "an object", block)
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise wrong_type(f"{container}[{index}].type", "a string", kind)
+    return kind
+
+
+def field_str(block: dict[str, Any], key: str, container: str, index: int) -> str:
+    """A required string field of the block at `container[index]`."""
+    value = block.get(key)
+    if not isinstance(value, str):
+        raise wrong_type(f"{container}[{index}].{key}", "a string", value)
+    return value
+
+
+def optional_field_str(block: dict[str, Any], key: str, container: str, index: int) -> str | None:
+    """An optional string field of the block at `container[index]` (None when absent or null)."""
+    value = block.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise wrong_type(f"{container}[{index}].{key}", "a string", value)

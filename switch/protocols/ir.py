@@ -187,6 +187,10 @@ class UpstreamFormatError(ProtocolError):
     """The upstream's response does not follow its API; `usage` is what it reported before that."""
 
 
+class UpstreamReportedError(ProtocolError):
+    """The upstream reported a failure inside a well-formed response (an in-band `error` event)."""
+
+
 @value
 class Response:
     """A complete (non-streamed) answer."""

@@ -13,19 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from switch.errors import UpstreamError
-from switch.protocols.ir import Usage
+from switch.protocols.ir import UpstreamFormatError
 
 # Counts above this are not token counts (and would overflow SQLite's 64-bit integers).
 MAX_COUNT = 1 << 53
-
-
-class UpstreamFormatError(UpstreamError):
-    """The upstream's response does not follow its API; `usage` is what it reported before that."""
-
-    def __init__(self, message: str, usage: Usage | None = None) -> None:
-        super().__init__(message, kind="protocol")
-        self.usage = usage
 
 
 def malformed(where: str, expected: str) -> UpstreamFormatError:

@@ -4,6 +4,7 @@ API we call. The relay itself is written once against these two shapes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -11,19 +12,17 @@ from typing import Any, Protocol
 import orjson
 
 from switch.protocols.anthropic_messages import errors as anthropic_errors
+from switch.protocols.anthropic_messages import inbound as anthropic_inbound
 from switch.protocols.anthropic_messages import outbound as anthropic_outbound
-from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
-from switch.protocols.anthropic_messages.response import response_from_ir as anthropic_response_from_ir
-from switch.protocols.anthropic_messages.stream import StreamEncoder as AnthropicStreamEncoder
+from switch.protocols.anthropic_messages import stream as anthropic_stream
 from switch.protocols.ir import Request, Response, StopReason, StreamSink, Usage
 from switch.protocols.openai_chat import errors as openai_errors
 from switch.protocols.openai_chat import inbound as chat_inbound
-from switch.protocols.openai_chat.request import request_from_ir as chat_request_from_ir
-from switch.protocols.openai_chat.response import response_to_ir as chat_response_to_ir
-from switch.protocols.openai_chat.response import usage_to_ir as chat_usage_to_ir
-from switch.protocols.openai_chat.stream import StreamDecoder as ChatStreamDecoder
-from switch.protocols.openai_responses import request as responses_request
-from switch.protocols.openai_responses import response as responses_response
+from switch.protocols.openai_chat import outbound as chat_outbound
+from switch.protocols.openai_chat import stream as chat_stream
+from switch.protocols.openai_responses import errors as responses_errors
+from switch.protocols.openai_responses import inbound as responses_inbound
+from switch.protocols.openai_responses import outbound as responses_outbound
 from switch.protocols.openai_responses import stream as responses_stream
 from switch.protocols.tools import ToolIndex
 from switch.proxy.exchange import new_id
@@ -102,17 +101,14 @@ _SSE: Headers = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
-_NO_RETRY = frozenset({400, 401, 403, 404, 413, 422, 501})
+
+
+def _now() -> int:
+    """The Unix time stamped on a response (`created`, `created_at`): protocols take it, never read it."""
+    return int(time.time())
 
 
 # ---- Anthropic Messages, inbound ---------------------------------------------------------------
-
-
-def _anthropic_error_headers(status: int, request_id: str) -> Headers:
-    headers: Headers = [(b"content-type", b"application/json"), (b"request-id", request_id.encode())]
-    if status in _NO_RETRY:
-        headers.append((b"x-should-retry", b"false"))
-    return headers
 
 
 def _anthropic_error_body(status: int, message: str, request_id: str, param: str | None) -> bytes:
@@ -120,22 +116,22 @@ def _anthropic_error_body(status: int, message: str, request_id: str, param: str
 
 
 def _anthropic_response_body(response: Response, request: Request, response_id: str) -> bytes:
-    body = anthropic_response_from_ir(response)
+    body = anthropic_inbound.response_from_ir(response)
     body["id"] = response_id
     body["model"] = request.model
     return orjson.dumps(body)
 
 
 def _anthropic_encoder(request: Request, input_estimate: int, response_id: str) -> ClientEncoder:
-    return AnthropicStreamEncoder(response_id, request.model, input_estimate)
+    return anthropic_stream.StreamEncoder(response_id, request.model, input_estimate)
 
 
 ANTHROPIC_INBOUND = InboundApi(
     name="anthropic",
     id_prefix="msg_",
-    request_to_ir=anthropic_request_to_ir,
+    request_to_ir=anthropic_inbound.request_to_ir,
     error_body=_anthropic_error_body,
-    error_headers=_anthropic_error_headers,
+    error_headers=anthropic_errors.error_headers,
     response_body=_anthropic_response_body,
     new_encoder=_anthropic_encoder,
     usage_to_ir=anthropic_outbound.usage_to_ir,
@@ -150,19 +146,16 @@ def _openai_error_body(status: int, message: str, request_id: str, param: str | 
     return openai_errors.error_body(status, message, param)
 
 
-def _openai_error_headers(status: int, request_id: str) -> Headers:
-    headers: Headers = [(b"content-type", b"application/json"), (b"x-request-id", request_id.encode())]
-    if status in _NO_RETRY:
-        headers.append((b"x-should-retry", b"false"))
-    return headers
-
-
 def _chat_response_body(response: Response, request: Request, response_id: str) -> bytes:
-    return orjson.dumps(chat_inbound.response_from_ir(response, request, response_id))
+    return orjson.dumps(chat_inbound.response_from_ir(response, request, response_id, _now()))
 
 
 def _chat_encoder(request: Request, input_estimate: int, response_id: str) -> ClientEncoder:
-    return chat_inbound.StreamEncoder(response_id, request)
+    return chat_stream.StreamEncoder(response_id, request, _now())
+
+
+def _responses_error_body(status: int, message: str, request_id: str, param: str | None) -> bytes:
+    return responses_errors.error_body(status, message, param)
 
 
 def _item_id() -> str:
@@ -170,11 +163,11 @@ def _item_id() -> str:
 
 
 def _responses_body(response: Response, request: Request, response_id: str) -> bytes:
-    return orjson.dumps(responses_response.response_from_ir(response, request, response_id, _item_id))
+    return orjson.dumps(responses_inbound.response_from_ir(response, request, response_id, _item_id, _now()))
 
 
 def _responses_encoder(request: Request, input_estimate: int, response_id: str) -> ClientEncoder:
-    return responses_stream.StreamEncoder(response_id, request, _item_id)
+    return responses_stream.StreamEncoder(response_id, request, _item_id, _now())
 
 
 CHAT_INBOUND = InboundApi(
@@ -182,22 +175,22 @@ CHAT_INBOUND = InboundApi(
     id_prefix="chatcmpl-",
     request_to_ir=chat_inbound.request_to_ir,
     error_body=_openai_error_body,
-    error_headers=_openai_error_headers,
+    error_headers=openai_errors.error_headers,
     response_body=_chat_response_body,
     new_encoder=_chat_encoder,
-    usage_to_ir=chat_usage_to_ir,
+    usage_to_ir=chat_outbound.usage_to_ir,
     stream_headers=_SSE,
 )
 
 RESPONSES_INBOUND = InboundApi(
     name="openai-responses",
     id_prefix="resp_",
-    request_to_ir=responses_request.request_to_ir,
-    error_body=_openai_error_body,
-    error_headers=_openai_error_headers,
+    request_to_ir=responses_inbound.request_to_ir,
+    error_body=_responses_error_body,
+    error_headers=responses_errors.error_headers,
     response_body=_responses_body,
     new_encoder=_responses_encoder,
-    usage_to_ir=responses_response.usage_to_ir,
+    usage_to_ir=responses_outbound.usage_to_ir,
     stream_headers=_SSE,
 )
 
@@ -226,7 +219,7 @@ def _anthropic_key(key: str, stream: bool) -> list[tuple[str, str]]:
 
 def _chat_body(request: Request, target: Target, lookup: ReasoningLookup) -> bytes:
     assert target.chat is not None
-    return orjson.dumps(chat_request_from_ir(request, target.chat, lookup))
+    return orjson.dumps(chat_outbound.request_from_ir(request, target.chat, lookup))
 
 
 def _anthropic_body(request: Request, target: Target, lookup: ReasoningLookup) -> bytes:
@@ -234,7 +227,7 @@ def _anthropic_body(request: Request, target: Target, lookup: ReasoningLookup) -
 
 
 def _responses_upstream_body(request: Request, target: Target, lookup: ReasoningLookup) -> bytes:
-    return orjson.dumps(responses_request.request_from_ir(request, target.model))
+    return orjson.dumps(responses_outbound.request_from_ir(request, target.model))
 
 
 CHAT_UPSTREAM = UpstreamApi(
@@ -242,8 +235,8 @@ CHAT_UPSTREAM = UpstreamApi(
     path="/chat/completions",
     request_body=_chat_body,
     auth_headers=_bearer,
-    response_to_ir=chat_response_to_ir,
-    new_decoder=ChatStreamDecoder,
+    response_to_ir=chat_outbound.response_to_ir,
+    new_decoder=chat_stream.StreamDecoder,
     error_message=openai_errors.message_of,
     function_only=True,
 )
@@ -254,7 +247,7 @@ ANTHROPIC_UPSTREAM = UpstreamApi(
     request_body=_anthropic_body,
     auth_headers=_anthropic_key,
     response_to_ir=anthropic_outbound.response_to_ir,
-    new_decoder=anthropic_outbound.StreamDecoder,
+    new_decoder=anthropic_stream.StreamDecoder,
     error_message=openai_errors.message_of,
     function_only=True,
 )
@@ -264,9 +257,9 @@ RESPONSES_UPSTREAM = UpstreamApi(
     path="/responses",
     request_body=_responses_upstream_body,
     auth_headers=_bearer,
-    response_to_ir=responses_response.response_to_ir,
+    response_to_ir=responses_outbound.response_to_ir,
     new_decoder=responses_stream.StreamDecoder,
-    error_message=openai_errors.message_of,
+    error_message=responses_errors.message_of,
     function_only=False,
 )
 

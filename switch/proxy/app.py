@@ -22,7 +22,8 @@ from switch.config import Settings
 from switch.errors import ClientRequestError
 from switch.ledger.record import RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
-from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
+from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
+from switch.protocols.ir import RequestFormatError
 from switch.protocols.tokens import estimate_input_tokens
 from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id
 from switch.proxy.guard import Guard
@@ -97,6 +98,9 @@ def create_app(
             tokens = estimate_input_tokens(request)
         except ClientRequestError as exc:
             await _count_tokens_error(exchange, exc.status, exc.message)
+            return
+        except RequestFormatError as exc:
+            await _count_tokens_error(exchange, 400, exc.message)
             return
         except Exception as exc:
             log.exception("switch failed counting the tokens of a request body")

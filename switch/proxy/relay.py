@@ -23,12 +23,25 @@ from switch.errors import ClientRequestError, RoutingError, UpstreamError
 from switch.ledger.record import CallRecord, Outcome, RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.collect import ResponseCollector, replay
-from switch.protocols.ir import Message, Reasoning, ReasoningPart, Request, Response, StreamSink, ToolCallPart, Usage
+from switch.protocols.ir import (
+    Message,
+    ProtocolError,
+    Reasoning,
+    ReasoningPart,
+    Request,
+    RequestFormatError,
+    Response,
+    StreamSink,
+    ToolCallPart,
+    UpstreamFormatError,
+    UpstreamReportedError,
+    Usage,
+)
 from switch.protocols.openai_chat import errors as openai_errors
-from switch.protocols.openai_responses.response import response_to_ir as responses_response_to_ir
+from switch.protocols.openai_responses.outbound import response_to_ir as responses_response_to_ir
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
-from switch.protocols.wire import MAX_COUNT, UpstreamFormatError, label
+from switch.protocols.wire import MAX_COUNT, label
 from switch.proxy.adapters import (
     ANTHROPIC_INBOUND,
     CHAT_INBOUND,
@@ -131,7 +144,15 @@ def _status_trigger(status: int) -> str | None:
     return None
 
 
-def _failure_status(error: UpstreamError) -> tuple[int, Outcome]:
+# What can end an upstream answer early: the transport, or a protocol reading what came back.
+_UPSTREAM_FAILURES = (UpstreamError, UpstreamFormatError, UpstreamReportedError)
+
+
+def _failure_status(error: UpstreamError | ProtocolError) -> tuple[int, Outcome]:
+    if isinstance(error, UpstreamReportedError):
+        return 529, "upstream_error"
+    if isinstance(error, ProtocolError):
+        return 502, "incomplete_stream"
     if error.kind == "timeout":
         return 504, "transport_error"
     if error.kind in ("connect", "broken"):
@@ -341,6 +362,8 @@ class Relay:
             previous = request.provider_data.get("previous_response_id")
             if previous:
                 request = self._with_previous(request, str(previous))
+        except RequestFormatError as exc:
+            return Rejection(400, exc.message, exc.param)
         except ClientRequestError as exc:
             return Rejection(exc.status, exc.message, exc.param)
         except Exception as exc:
@@ -435,8 +458,8 @@ class Relay:
             )
         try:
             body = upstream.request_body(request, target, self.reasoning.get)
-        except ClientRequestError as exc:
-            await self._error(exchange, inbound, exc.status, exc.message, request_id, param=exc.param)
+        except RequestFormatError as exc:
+            await self._error(exchange, inbound, 400, exc.message, request_id, param=exc.param)
             self._finish(meter, "rejected", exc.message)
             return None
         except Exception as exc:
@@ -542,7 +565,7 @@ class Relay:
             if upstream.function_only:
                 result = unwrap_response(result, index)
         # No exception outlives its handler: one kept in a local would tie this frame into a cycle.
-        except UpstreamError as exc:
+        except _UPSTREAM_FAILURES as exc:
             failure: tuple[int, Outcome, str] | None = (*_failure_status(exc), _scrub(exc.message, key))
             if isinstance(exc, UpstreamFormatError) and exc.usage is not None:
                 meter.usage = exc.usage
@@ -584,7 +607,7 @@ class Relay:
             raise
         if not (decoder.done or decoder.finished):
             usage = collector.final_usage if collector.usage_seen else None
-            raise UpstreamFormatError("upstream stream ended before the response was complete", usage)
+            raise UpstreamFormatError("upstream stream ended before the response was complete", usage=usage)
         return collector.response(decoder.upstream_id or "", decoder.upstream_model or "")
 
     async def _stream(
@@ -652,7 +675,7 @@ class Relay:
                 outcome = "incomplete_stream"
                 meter.error = SHUTTING_DOWN
                 encoder.fail(503, SHUTTING_DOWN)
-        except UpstreamError as exc:
+        except _UPSTREAM_FAILURES as exc:
             status, outcome = _failure_status(exc)
             meter.error = exc.message
             encoder.fail(status, meter.error)

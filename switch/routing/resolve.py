@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from switch.config import NATIVE, Api, Settings, model_settings
 from switch.errors import RoutingError
-from switch.protocols.openai_chat.request import ChatTarget
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTarget:
+    """How to talk to one chat upstream model: what differs between chat providers and models."""
+
+    model: str
+    reasoning_style: Literal["reasoning_effort", "chat_template_args", "thinking", "none"] = "reasoning_effort"
+    reasoning_field: str = "reasoning_content"
+    effort_levels: tuple[str, ...] = ("low", "medium", "high")
+    max_output_tokens: int | None = None
+    default_output_tokens: int = 32768
+    fixed_sampling: bool = False
+    send_user: bool = True
+    cache_key_field: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

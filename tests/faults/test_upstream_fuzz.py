@@ -3,7 +3,7 @@ chunks mutated by type (wrong types, missing keys, nulls, huge numbers, odd Unic
 duplicated, reordered or cut events), sent to each inbound API, streamed and not.
 
 The bulk runs in process (upstream decoder → IR → client encoder, with the relay's rule that an
-`UpstreamError` ends the stream in-band); a smaller number goes through the real proxy against a
+upstream protocol error ends the stream in-band); a smaller number goes through the real proxy against a
 loopback fake upstream, checking the HTTP answer and the ledger row. Every stream must end as its
 client's grammar requires, either completed or with the API's error event.
 """
@@ -22,8 +22,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from switch.errors import UpstreamError
-from switch.protocols.ir import Request
+from switch.protocols.ir import Request, UpstreamFormatError, UpstreamReportedError
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
 from switch.protocols.wire import MAX_COUNT
@@ -347,7 +346,7 @@ def stream_in_process(upstream_api: str, inbound_api: str, data: bytes, split: i
     sink = CustomCallUnwrapper(encoder, index) if upstream.function_only and index.custom else encoder
     decoder = upstream.new_decoder(sink, index)
     sse = SseDecoder()
-    # Decoders may raise nothing but UpstreamError: anything else would be a crash the relay
+    # Decoders may raise nothing but the upstream protocol errors: anything else would be a crash the relay
     # only survives through its last-resort handler.
     try:
         for piece in (data[:split], data[split:]):
@@ -359,7 +358,7 @@ def stream_in_process(upstream_api: str, inbound_api: str, data: bytes, split: i
             encoder.end()
         else:
             encoder.fail(502, "upstream stream ended before the response was complete")
-    except UpstreamError as exc:
+    except (UpstreamFormatError, UpstreamReportedError) as exc:
         assert exc.message
         encoder.fail(502, exc.message)
     return encoder.take()
@@ -375,7 +374,7 @@ def complete_in_process(upstream_api: str, inbound_api: str, data: bytes) -> dic
         return None  # the relay answers 502 for a body that is not an object
     try:
         result = upstream.response_to_ir(parsed, index)
-    except UpstreamError as exc:
+    except (UpstreamFormatError, UpstreamReportedError) as exc:
         assert exc.message
         return None
     if upstream.function_only:

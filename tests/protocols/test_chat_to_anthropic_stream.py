@@ -5,8 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from switch.protocols.anthropic_messages.stream import StreamEncoder, StreamFormatError
+from switch.protocols.anthropic_messages.stream import StreamEncoder
 from switch.protocols.carry import decode_reasoning, upstream_tool_id
+from switch.protocols.ir import UpstreamFormatError
 from switch.protocols.openai_chat.stream import StreamDecoder
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import ToolIndex
@@ -125,7 +126,7 @@ def test_interleaved_arguments_for_a_closed_tool_are_refused() -> None:
         + chunk({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "B", "arguments": "{}"}}]})
         + chunk({"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]})
     )
-    with pytest.raises(StreamFormatError):
+    with pytest.raises(UpstreamFormatError):
         translate([upstream])
 
 

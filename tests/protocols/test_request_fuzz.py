@@ -1,5 +1,5 @@
 """Each request parser, given real requests mutated by type, either returns an IR every upstream
-translator can encode or raises `ClientRequestError` naming a field; classification never fails.
+translator can encode or raises `RequestFormatError` naming a field; classification never fails.
 
 The parsers are called on the mutated body as is (stricter than the proxy, whose JSON decoder already
 refuses lone surrogates), and the translators on the body as the proxy would decode it."""
@@ -13,26 +13,26 @@ import orjson
 import pytest
 from hypothesis import given
 
-from switch.errors import ClientRequestError
 from switch.protocols.anthropic_messages import outbound as anthropic_outbound
-from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
-from switch.protocols.ir import Request
+from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
+from switch.protocols.ir import Request, RequestFormatError
 from switch.protocols.openai_chat.inbound import request_to_ir as chat_request_to_ir
-from switch.protocols.openai_chat.request import ChatTarget
-from switch.protocols.openai_chat.request import request_from_ir as chat_request_from_ir
-from switch.protocols.openai_responses import request as responses_request
+from switch.protocols.openai_chat.outbound import request_from_ir as chat_request_from_ir
+from switch.protocols.openai_responses import inbound as responses_inbound
+from switch.protocols.openai_responses import outbound as responses_outbound
 from switch.routing.classify import FAMILIES, HARNESSES, ROLES, classify
+from switch.routing.resolve import ChatTarget
 from tests.mutations import FUZZ, INBOUND_APIS, SEEDS, Case, mutated_requests
 
 PARSERS: dict[str, Callable[[Any], Request]] = {
     "anthropic": anthropic_request_to_ir,
     "openai-chat": chat_request_to_ir,
-    "openai-responses": responses_request.request_to_ir,
+    "openai-responses": responses_inbound.request_to_ir,
 }
 UPSTREAM_BODIES: dict[str, Callable[[Request], dict[str, Any]]] = {
     "openai-chat": lambda request: chat_request_from_ir(request, ChatTarget(model="kimi-test")),
     "anthropic": lambda request: anthropic_outbound.request_from_ir(request, "claude-test"),
-    "openai-responses": lambda request: responses_request.request_from_ir(request, "gpt-test"),
+    "openai-responses": lambda request: responses_outbound.request_from_ir(request, "gpt-test"),
 }
 
 
@@ -62,8 +62,8 @@ def test_mutated_body_is_parsed_or_refused_naming_a_field_and_always_classified(
         assert info.session_id is None or isinstance(info.session_id, str)
         try:
             PARSERS[api](case.document)
-        except ClientRequestError as exc:
-            assert exc.status == 400 and exc.message
+        except RequestFormatError as exc:
+            assert exc.message
             if exc.param is not None:
                 assert exc.message.startswith(exc.param), "the message names the field it blames"
         received = _as_received(case)
@@ -71,12 +71,12 @@ def test_mutated_body_is_parsed_or_refused_naming_a_field_and_always_classified(
             return
         try:
             request = PARSERS[api](received)
-        except ClientRequestError:
+        except RequestFormatError:
             return
         for upstream, build in UPSTREAM_BODIES.items():
             try:
                 orjson.dumps(build(request))
-            except ClientRequestError:
+            except RequestFormatError:
                 pass  # a feature that upstream cannot take (documents on chat): a 400 too
             except TypeError as exc:
                 # orjson cannot re-encode a value nested past 255 levels; the relay answers that

@@ -1,8 +1,10 @@
-"""Anthropic error bodies and the status → error-type mapping."""
+"""Anthropic error bodies, events and headers, and the status → error-type mapping."""
 
 from __future__ import annotations
 
 import orjson
+
+REQUEST_ID_HEADER = b"request-id"
 
 _TYPES: dict[int, str] = {
     400: "invalid_request_error",
@@ -43,3 +45,15 @@ def error_event(status: int, message: str) -> bytes:
     """The in-band `error` event for a failure after the stream has started."""
     payload = orjson.dumps({"type": "error", "error": {"type": error_type(status), "message": message}})
     return b"event: error\ndata: " + payload + b"\n\n"
+
+
+# Statuses a retry cannot fix; SDKs honour `x-should-retry` over their own status rules.
+_NO_RETRY = frozenset({400, 401, 403, 404, 413, 422, 501})
+
+
+def error_headers(status: int, request_id: str) -> list[tuple[bytes, bytes]]:
+    """The headers of an error answer: JSON, the request id, and whether a retry may help."""
+    headers = [(b"content-type", b"application/json"), (REQUEST_ID_HEADER, request_id.encode())]
+    if status in _NO_RETRY:
+        headers.append((b"x-should-retry", b"false"))
+    return headers

@@ -1,4 +1,4 @@
-"""Anthropic Messages as an API we call: IR → request body; response body and stream → IR.
+"""Anthropic Messages as an API we call: IR → request body, response body → IR.
 
 Thinking blocks go back to Anthropic only with a signature Anthropic issued; blocks switch minted
 (other upstreams' reasoning) would be rejected, so they are left out, and thinking is turned off
@@ -11,8 +11,7 @@ from typing import Any
 
 import orjson
 
-from switch.errors import UpstreamError
-from switch.protocols.anthropic_messages.request import BILLING_PREFIX
+from switch.protocols.anthropic_messages.inbound import BILLING_PREFIX
 from switch.protocols.carry import client_tool_id, is_switch_signature, short_tool_name
 from switch.protocols.ir import (
     ImagePart,
@@ -21,25 +20,14 @@ from switch.protocols.ir import (
     Request,
     Response,
     StopReason,
-    StreamSink,
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    UpstreamFormatError,
     Usage,
 )
 from switch.protocols.tools import ToolIndex
-from switch.protocols.wire import (
-    UpstreamFormatError,
-    array,
-    array_index,
-    count,
-    label,
-    malformed,
-    name,
-    obj,
-    optional_text,
-    text,
-)
+from switch.protocols.wire import array, count, label, name, obj, optional_text, text
 
 _STOPS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -195,6 +183,11 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
     return body
 
 
+def stop_reason_to_ir(stop_reason: str | None) -> StopReason:
+    """Anthropic's stop reason → IR (absent reads as `end_turn`)."""
+    return _STOPS.get(stop_reason or "end_turn", "end_turn")
+
+
 def usage_to_ir(usage: dict[str, Any]) -> Usage:
     """Anthropic usage → IR (already in disjoint buckets)."""
     return Usage(
@@ -243,109 +236,7 @@ def _response_to_ir(body: dict[str, Any], index: ToolIndex, usage: Usage) -> Res
         label(body.get("id")) or "",
         label(body.get("model")) or "",
         tuple(parts),
-        _STOPS.get(optional_text(body.get("stop_reason"), "stop_reason") or "end_turn", "end_turn"),
+        stop_reason_to_ir(optional_text(body.get("stop_reason"), "stop_reason")),
         usage,
         optional_text(body.get("stop_sequence"), "stop_sequence"),
     )
-
-
-# Which deltas belong in which kind of content block.
-_DELTA_BLOCKS = {
-    "text_delta": "text",
-    "citations_delta": "text",
-    "thinking_delta": "thinking",
-    "signature_delta": "thinking",
-    "input_json_delta": "tool_use",
-}
-
-
-class StreamDecoder:
-    """Feeds an Anthropic upstream's SSE events into a `StreamSink`.
-
-    Block starts are remembered by index so a delta for a block never started, or of the wrong
-    kind for its block, is caught as the format error it is.
-    """
-
-    def __init__(self, sink: StreamSink, index: ToolIndex) -> None:
-        self.sink = sink
-        self.index = index
-        self.done = False
-        self.finished = False
-        self.upstream_id: str | None = None
-        self.upstream_model: str | None = None
-        self._usage = Usage()
-        self._blocks: dict[int, str] = {}
-
-    def feed(self, data: bytes) -> None:
-        """Decode one `data:` payload."""
-        try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamFormatError("upstream sent a malformed stream event") from exc
-        if type(event) is not dict:
-            raise UpstreamFormatError("upstream sent a stream event that is not an object")
-        kind = event.get("type")
-        sink = self.sink
-        if kind == "content_block_delta":
-            block_index = event.get("index")
-            delta = event.get("delta")
-            if type(delta) is not dict:
-                raise malformed("content_block_delta.delta", "an object")
-            if type(block_index) is not int:
-                raise malformed("content_block_delta.index", "an integer")
-            delta_kind = delta.get("type")
-            block_kind = self._blocks.get(block_index)
-            expected = _DELTA_BLOCKS.get(delta_kind) if type(delta_kind) is str else None
-            if block_kind is None or (expected is not None and expected != block_kind):
-                raise UpstreamFormatError(
-                    f"upstream sent a {str(delta_kind)[:40]} for content block {block_index}, "
-                    "which is not an open block of that kind"
-                )
-            if delta_kind == "text_delta":
-                sink.text_delta(text(delta.get("text"), "text_delta.text"))
-            elif delta_kind == "thinking_delta":
-                sink.reasoning_delta(text(delta.get("thinking"), "thinking_delta.thinking"))
-            elif delta_kind == "input_json_delta":
-                sink.tool_call_delta(block_index, text(delta.get("partial_json"), "input_json_delta.partial_json"))
-        elif kind == "content_block_start":
-            block_index = array_index(event.get("index"), "content_block_start.index")
-            block = obj(event.get("content_block"), "content_block_start.content_block")
-            block_kind = block.get("type")
-            self._blocks[block_index] = block_kind if type(block_kind) is str else ""
-            if block_kind == "tool_use":
-                tool_name = self.index.caller_name(name(block.get("name"), "content_block_start.content_block.name"))
-                call_id = text(block.get("id"), "content_block_start.content_block.id") or f"toolu_{block_index}"
-                sink.tool_call_start(block_index, call_id, tool_name)
-        elif kind == "content_block_stop":
-            if type(event.get("index")) is int:
-                self._blocks.pop(event["index"], None)
-        elif kind == "message_start":
-            message = obj(event.get("message"), "message_start.message")
-            self.upstream_id = label(message.get("id"))
-            self.upstream_model = label(message.get("model"))
-            usage = message.get("usage")
-            if type(usage) is dict:
-                self._usage = usage_to_ir(usage)
-        elif kind == "message_delta":
-            delta = obj(event.get("delta"), "message_delta.delta")
-            stop_reason = optional_text(delta.get("stop_reason"), "message_delta.delta.stop_reason")
-            stop_sequence = optional_text(delta.get("stop_sequence"), "message_delta.delta.stop_sequence")
-            usage = event.get("usage")
-            if type(usage) is dict:
-                update = usage_to_ir(usage)
-                merged = Usage(
-                    update.input_tokens or self._usage.input_tokens,
-                    update.cache_read_tokens or self._usage.cache_read_tokens,
-                    update.cache_write_tokens or self._usage.cache_write_tokens,
-                    update.output_tokens,
-                )
-                self._usage = merged
-                sink.usage(merged)
-            sink.finish(_STOPS.get(stop_reason or "end_turn", "end_turn"), stop_sequence)
-            self.finished = True
-        elif kind == "message_stop":
-            self.done = True
-        elif kind == "error":
-            reported = event.get("error")
-            said = reported.get("message") if type(reported) is dict else None
-            raise UpstreamError(str(said or "upstream reported an error"), kind="in_band")

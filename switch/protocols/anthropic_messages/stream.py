@@ -1,8 +1,8 @@
-"""IR stream events → Anthropic Messages SSE, as an explicit state machine.
+"""Anthropic Messages streams: upstream SSE → IR (`StreamDecoder`), IR → client SSE (`StreamEncoder`).
 
-The encoder holds one `BlockState`; `_TRANSITIONS` says, for each state and each kind of incoming
-content, whether the open block continues or is closed and a new one opened. Output is appended to
-`self.out` (bytes) for the relay to send once per upstream chunk.
+The encoder is an explicit state machine. It holds one `BlockState`; `_TRANSITIONS` says, for each
+state and each kind of incoming content, whether the open block continues or is closed and a new
+one opened. Output is appended to `self.out` (bytes) for the relay to send once per upstream chunk.
 
 Grammar kept (what the Anthropic SDK and Claude Code enforce): exactly one `message_start` first;
 block indices contiguous from 0; every delta belongs to the open block and matches its type; a
@@ -18,12 +18,116 @@ from enum import Enum
 import orjson
 
 from switch.protocols.anthropic_messages.errors import error_event
-from switch.protocols.anthropic_messages.response import usage_to_wire
+from switch.protocols.anthropic_messages.inbound import usage_to_wire
+from switch.protocols.anthropic_messages.outbound import stop_reason_to_ir, usage_to_ir
 from switch.protocols.carry import client_tool_id, encode_reasoning
-from switch.protocols.ir import StopReason, Usage
-from switch.protocols.wire import UpstreamFormatError
+from switch.protocols.ir import StopReason, StreamSink, UpstreamFormatError, UpstreamReportedError, Usage
+from switch.protocols.tools import ToolIndex
+from switch.protocols.wire import array_index, label, malformed, name, obj, optional_text, text
 
 _dumps = orjson.dumps
+
+
+# Which deltas belong in which kind of content block.
+_DELTA_BLOCKS = {
+    "text_delta": "text",
+    "citations_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "tool_use",
+}
+
+
+class StreamDecoder:
+    """Feeds an Anthropic upstream's SSE events into a `StreamSink`.
+
+    Block starts are remembered by index so a delta for a block never started, or of the wrong
+    kind for its block, is caught as the format error it is.
+    """
+
+    def __init__(self, sink: StreamSink, index: ToolIndex) -> None:
+        self.sink = sink
+        self.index = index
+        self.done = False
+        self.finished = False
+        self.upstream_id: str | None = None
+        self.upstream_model: str | None = None
+        self._usage = Usage()
+        self._blocks: dict[int, str] = {}
+
+    def feed(self, data: bytes) -> None:
+        """Decode one `data:` payload."""
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamFormatError("upstream sent a malformed stream event") from exc
+        if type(event) is not dict:
+            raise UpstreamFormatError("upstream sent a stream event that is not an object")
+        kind = event.get("type")
+        sink = self.sink
+        if kind == "content_block_delta":
+            block_index = event.get("index")
+            delta = event.get("delta")
+            if type(delta) is not dict:
+                raise malformed("content_block_delta.delta", "an object")
+            if type(block_index) is not int:
+                raise malformed("content_block_delta.index", "an integer")
+            delta_kind = delta.get("type")
+            block_kind = self._blocks.get(block_index)
+            expected = _DELTA_BLOCKS.get(delta_kind) if type(delta_kind) is str else None
+            if block_kind is None or (expected is not None and expected != block_kind):
+                raise UpstreamFormatError(
+                    f"upstream sent a {str(delta_kind)[:40]} for content block {block_index}, "
+                    "which is not an open block of that kind"
+                )
+            if delta_kind == "text_delta":
+                sink.text_delta(text(delta.get("text"), "text_delta.text"))
+            elif delta_kind == "thinking_delta":
+                sink.reasoning_delta(text(delta.get("thinking"), "thinking_delta.thinking"))
+            elif delta_kind == "input_json_delta":
+                sink.tool_call_delta(block_index, text(delta.get("partial_json"), "input_json_delta.partial_json"))
+        elif kind == "content_block_start":
+            block_index = array_index(event.get("index"), "content_block_start.index")
+            block = obj(event.get("content_block"), "content_block_start.content_block")
+            block_kind = block.get("type")
+            self._blocks[block_index] = block_kind if type(block_kind) is str else ""
+            if block_kind == "tool_use":
+                tool_name = self.index.caller_name(name(block.get("name"), "content_block_start.content_block.name"))
+                call_id = text(block.get("id"), "content_block_start.content_block.id") or f"toolu_{block_index}"
+                sink.tool_call_start(block_index, call_id, tool_name)
+        elif kind == "content_block_stop":
+            if type(event.get("index")) is int:
+                self._blocks.pop(event["index"], None)
+        elif kind == "message_start":
+            message = obj(event.get("message"), "message_start.message")
+            self.upstream_id = label(message.get("id"))
+            self.upstream_model = label(message.get("model"))
+            usage = message.get("usage")
+            if type(usage) is dict:
+                self._usage = usage_to_ir(usage)
+        elif kind == "message_delta":
+            delta = obj(event.get("delta"), "message_delta.delta")
+            stop_reason = optional_text(delta.get("stop_reason"), "message_delta.delta.stop_reason")
+            stop_sequence = optional_text(delta.get("stop_sequence"), "message_delta.delta.stop_sequence")
+            usage = event.get("usage")
+            if type(usage) is dict:
+                update = usage_to_ir(usage)
+                merged = Usage(
+                    update.input_tokens or self._usage.input_tokens,
+                    update.cache_read_tokens or self._usage.cache_read_tokens,
+                    update.cache_write_tokens or self._usage.cache_write_tokens,
+                    update.output_tokens,
+                )
+                self._usage = merged
+                sink.usage(merged)
+            sink.finish(stop_reason_to_ir(stop_reason), stop_sequence)
+            self.finished = True
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            reported = event.get("error")
+            said = reported.get("message") if type(reported) is dict else None
+            raise UpstreamReportedError(str(said or "upstream reported an error"))
 
 
 class BlockState(Enum):
@@ -64,10 +168,6 @@ def _is_tool_input(arguments: str) -> bool:
         return type(orjson.loads(arguments)) is dict
     except orjson.JSONDecodeError:
         return False
-
-
-class StreamFormatError(UpstreamFormatError):
-    """The upstream stream cannot be expressed in Anthropic's grammar."""
 
 
 class StreamEncoder:
@@ -206,7 +306,7 @@ class StreamEncoder:
         if not fragment:
             return
         if index != self._open_tool or self.state is not BlockState.TOOL:
-            raise StreamFormatError(f"upstream interleaved arguments for tool call {index} after it ended")
+            raise UpstreamFormatError(f"upstream interleaved arguments for tool call {index} after it ended")
         self.emitted_chars += len(fragment)
         self._tool_json.append(fragment)
         self.out.append(self._delta_prefix + _dumps(fragment) + b"}}\n\n")
@@ -259,7 +359,7 @@ class StreamEncoder:
             arguments = "".join(self._tool_json)
             if not _is_tool_input(arguments):
                 # Clients parse the joined fragments at the block's stop; they must make an object.
-                raise StreamFormatError("upstream sent tool-call arguments that are not a JSON object")
+                raise UpstreamFormatError("upstream sent tool-call arguments that are not a JSON object")
             self._tool_json = []
             self._open_tool = None
         self.out.append(b'event: content_block_stop\ndata: {"type":"content_block_stop","index":' + index + b"}\n\n")

@@ -1,10 +1,12 @@
-"""OpenAI-style error bodies: reading an upstream's, writing our own."""
+"""OpenAI-style errors: reading an upstream's body, writing our own bodies and headers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import orjson
+
+REQUEST_ID_HEADER = b"x-request-id"
 
 _TYPES: dict[int, str] = {
     400: "invalid_request_error",
@@ -41,3 +43,15 @@ def error_body(status: int, message: str, param: str | None = None, code: str | 
     """The JSON body OpenAI returns for an error."""
     kind = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return orjson.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
+
+
+# Statuses a retry cannot fix; SDKs honour `x-should-retry` over their own status rules.
+_NO_RETRY = frozenset({400, 401, 403, 404, 413, 422, 501})
+
+
+def error_headers(status: int, request_id: str) -> list[tuple[bytes, bytes]]:
+    """The headers of an error answer: JSON, the request id, and whether a retry may help."""
+    headers = [(b"content-type", b"application/json"), (REQUEST_ID_HEADER, request_id.encode())]
+    if status in _NO_RETRY:
+        headers.append((b"x-should-retry", b"false"))
+    return headers

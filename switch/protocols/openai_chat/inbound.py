@@ -1,13 +1,9 @@
-"""Chat Completions as an API we serve: request body → IR, IR → response body and stream."""
+"""Chat Completions as an API we serve: request body → IR, IR → response body and usage."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import orjson
-
-from switch.errors import ClientRequestError
 from switch.protocols.fields import (
     missing,
     optional_bool,
@@ -27,6 +23,7 @@ from switch.protocols.ir import (
     ReasoningEffort,
     ReasoningPart,
     Request,
+    RequestFormatError,
     Response,
     StopReason,
     TextPart,
@@ -37,9 +34,8 @@ from switch.protocols.ir import (
     Usage,
     image_from_url,
 )
-from switch.protocols.openai_chat.response import reasoning_of
+from switch.protocols.openai_chat.outbound import reasoning_of
 
-_dumps = orjson.dumps
 _EFFORTS: dict[str, ReasoningEffort] = {
     effort: effort for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 }
@@ -146,7 +142,7 @@ def _messages(raw_messages: list[Any]) -> tuple[list[TextPart], list[Message]]:
             expected = "'system', 'developer', 'user', 'assistant' or 'tool'"
             if not isinstance(role, str):
                 raise wrong_type(f"{where}.role", expected, role)
-            raise ClientRequestError(f"{where}.role must be {expected}, not '{role}'", param=f"{where}.role")
+            raise RequestFormatError(f"{where}.role must be {expected}, not '{role}'", param=f"{where}.role")
     if results:
         messages.append(Message("user", tuple(results)))
     return system, messages
@@ -196,7 +192,7 @@ def _tool_choice(choice: Any) -> ToolChoice | None:
 def request_to_ir(body: Any) -> Request:
     """Validate a chat completions body and convert it to the IR."""
     if not isinstance(body, dict):
-        raise ClientRequestError("request body must be a JSON object")
+        raise RequestFormatError("request body must be a JSON object")
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise missing("model") if model is None else wrong_type("model", "a non-empty string", model)
@@ -247,8 +243,8 @@ def usage_to_wire(usage: Usage) -> dict[str, Any]:
     }
 
 
-def response_from_ir(response: Response, request: Request, completion_id: str) -> dict[str, Any]:
-    """The chat completion object for a complete IR response."""
+def response_from_ir(response: Response, request: Request, completion_id: str, created: int) -> dict[str, Any]:
+    """The chat completion object for a complete IR response; `created` is its Unix time."""
     texts = [p.text for p in response.parts if isinstance(p, TextPart)]
     reasoning = [p.text for p in response.parts if isinstance(p, ReasoningPart)]
     calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
@@ -265,128 +261,8 @@ def response_from_ir(response: Response, request: Request, completion_id: str) -
     return {
         "id": completion_id,
         "object": "chat.completion",
-        "created": int(time.time()),
+        "created": created,
         "model": request.model,
         "choices": [{"index": 0, "message": message, "finish_reason": FINISH_REASONS[stop], "logprobs": None}],
         "usage": usage_to_wire(response.usage),
     }
-
-
-class StreamEncoder:
-    """Encodes one response stream as chat completion chunks (`data:` lines, `[DONE]` last)."""
-
-    def __init__(self, completion_id: str, request: Request) -> None:
-        self.out: list[bytes] = []
-        self.request = request
-        self.include_usage = bool(request.provider_data.get("include_usage"))
-        self.final_usage = Usage()
-        self.usage_seen = False
-        self.stop_reason: StopReason | None = None
-        self.tool_call_ids: list[str] = []
-        self.reasoning_chunks: list[str] = []
-        self._started = False
-        self._done = False
-        self._tool_positions: dict[int, int] = {}
-        self.emitted_chars = 0
-        head = _dumps(
-            {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": int(time.time()),
-                "model": request.model,
-            }
-        )
-        self._head = b"data: " + head[:-1] + b',"choices":[{"index":0,"delta":'
-        self._usage_head = b"data: " + head[:-1] + b',"choices":[],"usage":'
-
-    @property
-    def content_started(self) -> bool:
-        """Whether a content chunk has been sent."""
-        return self._started
-
-    def start(self) -> None:
-        """Nothing to announce: chat streams begin with their first chunk."""
-
-    def ping(self) -> bytes:
-        """An SSE comment (chat has no ping chunk)."""
-        return b": keep-alive\n\n"
-
-    def _chunk(self, delta: bytes, finish: bytes = b"null") -> None:
-        self.emitted_chars += len(delta) - 14
-        if not self._started:
-            self._started = True
-            self.out.append(self._head + b'{"role":"assistant","content":""},"finish_reason":null}]}\n\n')
-        self.out.append(self._head + delta + b',"finish_reason":' + finish + b"}]}\n\n")
-
-    def reasoning_delta(self, text: str) -> None:
-        if text:
-            self.reasoning_chunks.append(text)
-            self._chunk(b'{"reasoning_content":' + _dumps(text) + b"}")
-
-    def text_delta(self, text: str) -> None:
-        if text:
-            self._chunk(b'{"content":' + _dumps(text) + b"}")
-
-    def tool_call_start(self, index: int, call_id: str, name: str) -> None:
-        position = len(self._tool_positions)
-        self._tool_positions[index] = position
-        self.tool_call_ids.append(call_id)
-        call = {
-            "index": position,
-            "id": call_id,
-            "type": "function",
-            "function": {"name": name, "arguments": ""},
-        }
-        self._chunk(b'{"tool_calls":[' + _dumps(call) + b"]}")
-
-    def tool_call_delta(self, index: int, fragment: str) -> None:
-        if fragment:
-            position = self._tool_positions.get(index, 0)
-            self._chunk(
-                b'{"tool_calls":[{"index":'
-                + str(position).encode()
-                + b',"function":{"arguments":'
-                + _dumps(fragment)
-                + b"}}]}"
-            )
-
-    def usage(self, usage: Usage) -> None:
-        self.final_usage = usage
-        self.usage_seen = True
-
-    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
-        self.stop_reason = stop_reason
-
-    def end(self) -> None:
-        """The finish chunk, the usage chunk when the client asked for it, and `[DONE]`."""
-        if self._done:
-            return
-        stop: StopReason = self.stop_reason or "end_turn"
-        if self.tool_call_ids and stop == "end_turn":
-            stop = "tool_use"
-        elif not self.tool_call_ids and stop == "tool_use":
-            stop = "end_turn"
-        self._chunk(b"{}", b'"' + FINISH_REASONS[stop].encode() + b'"')
-        if self.include_usage:
-            self.out.append(self._usage_head + _dumps(usage_to_wire(self.final_usage)) + b"}\n\n")
-        self.out.append(b"data: [DONE]\n\n")
-        self._done = True
-
-    def fail(self, status: int, message: str) -> None:
-        """An error object in the stream (what OpenAI sends on a mid-stream failure), then `[DONE]`."""
-        if self._done:
-            return
-        kind = "rate_limit_error" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
-        self.out.append(
-            b"data: " + _dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}) + b"\n\n"
-        )
-        self.out.append(b"data: [DONE]\n\n")
-        self._done = True
-
-    def take(self) -> bytes:
-        """Everything encoded since the last call."""
-        if not self.out:
-            return b""
-        data = b"".join(self.out)
-        self.out.clear()
-        return data

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions SSE → IR stream events.
+"""Chat Completions streams: upstream chunks → IR (`StreamDecoder`), IR → client chunks (`StreamEncoder`).
 
 Tool calls stream by `index`: the first fragment of an index carries the id and name, later ones
 only argument text; several indices may share a chunk. The usage chunk arrives *after* the chunk
@@ -14,12 +14,11 @@ from typing import Any
 
 import orjson
 
-from switch.errors import UpstreamError
-from switch.protocols.ir import StreamSink
-from switch.protocols.openai_chat.response import stop_reason_to_ir, usage_to_ir
+from switch.protocols.ir import Request, StopReason, StreamSink, UpstreamFormatError, UpstreamReportedError, Usage
+from switch.protocols.openai_chat.inbound import FINISH_REASONS, usage_to_wire
+from switch.protocols.openai_chat.outbound import stop_reason_to_ir, usage_to_ir
 from switch.protocols.tools import ToolIndex
 from switch.protocols.wire import (
-    UpstreamFormatError,
     array,
     array_index,
     label,
@@ -63,7 +62,7 @@ class StreamDecoder:
         error = chunk.get("error")
         if error is not None:
             message = error.get("message") if type(error) is dict else error
-            raise UpstreamError(str(message or "upstream reported an error"), kind="in_band")
+            raise UpstreamReportedError(str(message or "upstream reported an error"))
         if self.upstream_id is None:
             self.upstream_id = label(chunk.get("id"))
             self.upstream_model = label(chunk.get("model"))
@@ -120,3 +119,126 @@ class StreamDecoder:
                 sink.tool_call_start(index, call_id, self.index.caller_name(tool_name))
             if arguments:
                 sink.tool_call_delta(index, arguments)
+
+
+_dumps = orjson.dumps
+
+
+class StreamEncoder:
+    """Encodes one response stream as chat completion chunks (`data:` lines, `[DONE]` last)."""
+
+    def __init__(self, completion_id: str, request: Request, created: int) -> None:
+        self.out: list[bytes] = []
+        self.request = request
+        self.include_usage = bool(request.provider_data.get("include_usage"))
+        self.final_usage = Usage()
+        self.usage_seen = False
+        self.stop_reason: StopReason | None = None
+        self.tool_call_ids: list[str] = []
+        self.reasoning_chunks: list[str] = []
+        self._started = False
+        self._done = False
+        self._tool_positions: dict[int, int] = {}
+        self.emitted_chars = 0
+        head = _dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": request.model,
+            }
+        )
+        self._head = b"data: " + head[:-1] + b',"choices":[{"index":0,"delta":'
+        self._usage_head = b"data: " + head[:-1] + b',"choices":[],"usage":'
+
+    @property
+    def content_started(self) -> bool:
+        """Whether a content chunk has been sent."""
+        return self._started
+
+    def start(self) -> None:
+        """Nothing to announce: chat streams begin with their first chunk."""
+
+    def ping(self) -> bytes:
+        """An SSE comment (chat has no ping chunk)."""
+        return b": keep-alive\n\n"
+
+    def _chunk(self, delta: bytes, finish: bytes = b"null") -> None:
+        self.emitted_chars += len(delta) - 14
+        if not self._started:
+            self._started = True
+            self.out.append(self._head + b'{"role":"assistant","content":""},"finish_reason":null}]}\n\n')
+        self.out.append(self._head + delta + b',"finish_reason":' + finish + b"}]}\n\n")
+
+    def reasoning_delta(self, text: str) -> None:
+        if text:
+            self.reasoning_chunks.append(text)
+            self._chunk(b'{"reasoning_content":' + _dumps(text) + b"}")
+
+    def text_delta(self, text: str) -> None:
+        if text:
+            self._chunk(b'{"content":' + _dumps(text) + b"}")
+
+    def tool_call_start(self, index: int, call_id: str, name: str) -> None:
+        position = len(self._tool_positions)
+        self._tool_positions[index] = position
+        self.tool_call_ids.append(call_id)
+        call = {
+            "index": position,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        self._chunk(b'{"tool_calls":[' + _dumps(call) + b"]}")
+
+    def tool_call_delta(self, index: int, fragment: str) -> None:
+        if fragment:
+            position = self._tool_positions.get(index, 0)
+            self._chunk(
+                b'{"tool_calls":[{"index":'
+                + str(position).encode()
+                + b',"function":{"arguments":'
+                + _dumps(fragment)
+                + b"}}]}"
+            )
+
+    def usage(self, usage: Usage) -> None:
+        self.final_usage = usage
+        self.usage_seen = True
+
+    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
+        self.stop_reason = stop_reason
+
+    def end(self) -> None:
+        """The finish chunk, the usage chunk when the client asked for it, and `[DONE]`."""
+        if self._done:
+            return
+        stop: StopReason = self.stop_reason or "end_turn"
+        if self.tool_call_ids and stop == "end_turn":
+            stop = "tool_use"
+        elif not self.tool_call_ids and stop == "tool_use":
+            stop = "end_turn"
+        self._chunk(b"{}", b'"' + FINISH_REASONS[stop].encode() + b'"')
+        if self.include_usage:
+            self.out.append(self._usage_head + _dumps(usage_to_wire(self.final_usage)) + b"}\n\n")
+        self.out.append(b"data: [DONE]\n\n")
+        self._done = True
+
+    def fail(self, status: int, message: str) -> None:
+        """An error object in the stream (what OpenAI sends on a mid-stream failure), then `[DONE]`."""
+        if self._done:
+            return
+        kind = "rate_limit_error" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
+        self.out.append(
+            b"data: " + _dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}) + b"\n\n"
+        )
+        self.out.append(b"data: [DONE]\n\n")
+        self._done = True
+
+    def take(self) -> bytes:
+        """Everything encoded since the last call."""
+        if not self.out:
+            return b""
+        data = b"".join(self.out)
+        self.out.clear()
+        return data

@@ -1,4 +1,4 @@
-"""IR stream events ⇄ OpenAI Responses SSE.
+"""Responses streams: upstream SSE → IR (`StreamDecoder`), IR → client SSE (`StreamEncoder`).
 
 `StreamEncoder` is an explicit state machine over `ItemState` (one output item open at a time)
 emitting the full documented event sequence with increasing `sequence_number`: lifecycle events,
@@ -12,25 +12,26 @@ and custom-tool deltas, and a terminal `response.completed` / `response.incomple
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 import orjson
 
-from switch.errors import UpstreamError
-from switch.protocols.ir import Request, StopReason, StreamSink, ToolCallPart, Usage
-from switch.protocols.openai_responses.response import (
-    call_item,
-    message_item,
-    reasoning_item,
-    response_object,
-    status_of,
-    usage_to_ir,
+from switch.protocols.ir import (
+    Request,
+    StopReason,
+    StreamSink,
+    ToolCallPart,
+    UpstreamFormatError,
+    UpstreamReportedError,
+    Usage,
 )
+from switch.protocols.openai_responses.errors import failure_code
+from switch.protocols.openai_responses.items import call_item, message_item, reasoning_item, response_object, status_of
+from switch.protocols.openai_responses.outbound import usage_to_ir
 from switch.protocols.tools import ToolIndex, flat_name
-from switch.protocols.wire import UpstreamFormatError, array_index, label, name, obj, optional_text, text
+from switch.protocols.wire import array_index, label, name, obj, optional_text, text
 
 _dumps = orjson.dumps
 
@@ -47,24 +48,18 @@ class ItemState(Enum):
 
 
 _CONTINUES: frozenset[ItemState] = frozenset({ItemState.REASONING, ItemState.TEXT})
-_ERROR_CODES = {
-    429: "rate_limit_exceeded",
-    400: "invalid_prompt",
-    401: "invalid_api_key",
-    413: "context_length_exceeded",
-}
 
 
 class StreamEncoder:
     """Encodes one response stream for a Responses client."""
 
-    def __init__(self, response_id: str, request: Request, next_id: Callable[[], str]) -> None:
+    def __init__(self, response_id: str, request: Request, next_id: Callable[[], str], created_at: int) -> None:
         self.out: list[bytes] = []
         self.state = ItemState.IDLE
         self.response_id = response_id
         self.request = request
         self.index = ToolIndex.of(request.tools)
-        self.created_at = int(time.time())
+        self.created_at = created_at
         self.final_usage = Usage()
         self.usage_seen = False
         self.stop_reason: StopReason | None = None
@@ -126,10 +121,7 @@ class StreamEncoder:
         """Report a failure as `response.failed`; the stream ends after it."""
         self.start()
         self._close()
-        code = _ERROR_CODES.get(status, "server_error")
-        if "context" in message.lower() and ("length" in message.lower() or "window" in message.lower()):
-            code = "context_length_exceeded"
-        error = {"code": code, "message": message}
+        error = {"code": failure_code(status, message), "message": message}
         failed = response_object(
             self.response_id,
             self.request,
@@ -378,4 +370,4 @@ class StreamDecoder:
             if type(reported) is not dict:
                 reported = event
             message = reported.get("message")
-            raise UpstreamError(str(message or "upstream reported a failure"), kind="in_band")
+            raise UpstreamReportedError(str(message or "upstream reported a failure"))

@@ -1,4 +1,4 @@
-"""Anthropic Messages request body → IR.
+"""Anthropic Messages as an API we serve: request body → IR, IR → response body and usage.
 
 Every field that is read is type-checked where it is read (a wrong type is a 400 naming its path,
 as the real API answers); everything unknown is ignored rather than fatal, because Claude Code adds
@@ -13,12 +13,14 @@ from typing import Any
 
 import orjson
 
-from switch.errors import ClientRequestError
-from switch.protocols.carry import upstream_tool_id
+from switch.protocols.carry import client_tool_id, encode_reasoning, upstream_tool_id
 from switch.protocols.fields import (
+    block_type,
+    field_str,
     missing,
     optional_bool,
     optional_dict,
+    optional_field_str,
     optional_list,
     optional_number,
     string_list,
@@ -34,11 +36,15 @@ from switch.protocols.ir import (
     ReasoningEffort,
     ReasoningPart,
     Request,
+    RequestFormatError,
+    Response,
     TextPart,
     ToolCallPart,
     ToolChoice,
     ToolResultPart,
     ToolSpec,
+    UnsupportedFeatureError,
+    Usage,
 )
 
 BILLING_PREFIX = "x-anthropic-billing-header:"
@@ -54,29 +60,6 @@ _ROLES = ("user", "assistant", "system")
 
 # The loops below run once per content block of every request, so they get the path of their
 # container (one string per message) and build a block's own path only when raising.
-
-
-def _block_type(block: Any, container: str, index: int) -> str:
-    if not isinstance(block, dict):
-        raise wrong_type(f"{container}[{index}]", "an object", block)
-    kind = block.get("type")
-    if not isinstance(kind, str):
-        raise wrong_type(f"{container}[{index}].type", "a string", kind)
-    return kind
-
-
-def _field_str(block: dict[str, Any], key: str, container: str, index: int) -> str:
-    value = block.get(key)
-    if not isinstance(value, str):
-        raise wrong_type(f"{container}[{index}].{key}", "a string", value)
-    return value
-
-
-def _optional_field_str(block: dict[str, Any], key: str, container: str, index: int) -> str | None:
-    value = block.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise wrong_type(f"{container}[{index}].{key}", "a string", value)
 
 
 def _image(block: dict[str, Any], container: str, index: int) -> ImagePart:
@@ -100,7 +83,7 @@ def _image(block: dict[str, Any], container: str, index: int) -> ImagePart:
     if not isinstance(kind, str):
         raise wrong_type(f"{container}[{index}].source.type", "a string", kind)
     at = f"{container}[{index}].source.type"
-    raise ClientRequestError(f"{at}: image source '{kind}' is not supported by this route", param=at)
+    raise UnsupportedFeatureError(f"{at}: image source '{kind}' is not supported by this route", param=at)
 
 
 def _tool_result_content(value: Any, message: int, index: int) -> tuple[TextPart | ImagePart, ...]:
@@ -113,9 +96,9 @@ def _tool_result_content(value: Any, message: int, index: int) -> tuple[TextPart
         raise wrong_type(container, "a string or an array", value)
     parts: list[TextPart | ImagePart] = []
     for inner, block in enumerate(value):
-        kind = _block_type(block, container, inner)
+        kind = block_type(block, container, inner)
         if kind == "text":
-            parts.append(TextPart(_field_str(block, "text", container, inner)))
+            parts.append(TextPart(field_str(block, "text", container, inner)))
         elif kind == "image":
             parts.append(_image(block, container, inner))
         elif kind == "tool_reference":
@@ -136,11 +119,11 @@ def _parts(content: Any, message: int) -> tuple[Part, ...]:
         raise wrong_type(container, "a string or an array", content)
     parts: list[Part] = []
     for index, block in enumerate(content):
-        kind = _block_type(block, container, index)
+        kind = block_type(block, container, index)
         if kind == "text":
-            parts.append(TextPart(_field_str(block, "text", container, index)))
+            parts.append(TextPart(field_str(block, "text", container, index)))
         elif kind == "tool_result":
-            call_id = _field_str(block, "tool_use_id", container, index)
+            call_id = field_str(block, "tool_use_id", container, index)
             is_error = block.get("is_error")
             if is_error is not None and not isinstance(is_error, bool):
                 raise wrong_type(f"{container}[{index}].is_error", "a boolean", is_error)
@@ -149,11 +132,11 @@ def _parts(content: Any, message: int) -> tuple[Part, ...]:
         elif kind == "tool_use":
             parts.append(_tool_use(block, container, index))
         elif kind == "thinking":
-            text = _optional_field_str(block, "thinking", container, index)
-            signature = _optional_field_str(block, "signature", container, index)
+            text = optional_field_str(block, "thinking", container, index)
+            signature = optional_field_str(block, "signature", container, index)
             parts.append(ReasoningPart(text or "", signature or None))
         elif kind == "redacted_thinking":
-            data = _optional_field_str(block, "data", container, index)
+            data = optional_field_str(block, "data", container, index)
             parts.append(ReasoningPart("", redacted_data=data or ""))
         elif kind == "image":
             parts.append(_image(block, container, index))
@@ -192,7 +175,7 @@ def _tool_use(block: dict[str, Any], at: str, index: int) -> ToolCallPart:
     except orjson.JSONEncodeError as exc:
         # JSON nested past the encoder's 255 levels, or a body decoded by something laxer than
         # the proxy (lone surrogates, integers past 64 bits).
-        raise ClientRequestError(
+        raise RequestFormatError(
             f"{at}[{index}].input cannot be encoded as JSON: {exc}", param=f"{at}[{index}].input"
         ) from None
     return ToolCallPart(upstream_tool_id(call_id), name, encoded)
@@ -208,9 +191,9 @@ def _system(value: Any) -> tuple[tuple[TextPart, ...], str | None]:
     billing: str | None = None
     parts: list[TextPart] = []
     for index, block in enumerate(value):
-        if _block_type(block, "system", index) != "text":
+        if block_type(block, "system", index) != "text":
             continue
-        text = _field_str(block, "text", "system", index)
+        text = field_str(block, "text", "system", index)
         if billing is None and text.startswith(BILLING_PREFIX):
             billing = text
             continue
@@ -295,7 +278,7 @@ def _messages(raw_messages: list[Any]) -> tuple[Message, ...]:
         if role not in _ROLES:
             if not isinstance(role, str):
                 raise wrong_type(f"messages[{index}].role", "'user', 'assistant' or 'system'", role)
-            raise ClientRequestError(
+            raise RequestFormatError(
                 f"messages[{index}].role must be 'user', 'assistant' or 'system', not '{role}'",
                 param=f"messages[{index}].role",
             )
@@ -308,7 +291,7 @@ def _messages(raw_messages: list[Any]) -> tuple[Message, ...]:
 def request_to_ir(body: Any) -> Request:
     """Validate an Anthropic Messages body and convert it to the IR."""
     if not isinstance(body, dict):
-        raise ClientRequestError("request body must be a JSON object")
+        raise RequestFormatError("request body must be a JSON object")
     model = body.get("model")
     if not isinstance(model, str):
         raise missing("model") if model is None else wrong_type("model", "a string", model)
@@ -344,3 +327,69 @@ def request_to_ir(body: Any) -> Request:
         user=user,
         provider_data=provider_data,
     )
+
+
+# ---- IR → Anthropic Messages (answers to the client) -------------------------------------------
+
+
+def usage_to_wire(usage: Usage) -> dict[str, int]:
+    """Anthropic usage: `input_tokens` excludes cache reads and writes."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """Parse tool-call arguments into the object Anthropic requires, never failing."""
+    if not arguments.strip():
+        return {}
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return {"_raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def response_from_ir(response: Response) -> dict[str, Any]:
+    """The Anthropic `message` object for a complete IR response."""
+    content: list[dict[str, Any]] = []
+    for part in response.parts:
+        if isinstance(part, ReasoningPart):
+            if part.text:
+                content.append(
+                    {
+                        "type": "thinking",
+                        "thinking": part.text,
+                        "signature": encode_reasoning(part.text),
+                    }
+                )
+        elif isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolCallPart):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": client_tool_id(part.call_id),
+                    "name": part.name,
+                    "input": tool_input(part.arguments),
+                }
+            )
+    has_tool_use = any(block["type"] == "tool_use" for block in content)
+    stop_reason: str = response.stop_reason
+    if has_tool_use and stop_reason == "end_turn":
+        stop_reason = "tool_use"
+    elif not has_tool_use and stop_reason == "tool_use":
+        stop_reason = "end_turn"
+    return {
+        "id": response.id if response.id.startswith("msg_") else "msg_" + response.id,
+        "type": "message",
+        "role": "assistant",
+        "model": response.model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": response.stop_sequence,
+        "usage": usage_to_wire(response.usage),
+    }

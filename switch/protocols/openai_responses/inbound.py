@@ -1,4 +1,4 @@
-"""OpenAI Responses request bodies ⇄ IR.
+"""OpenAI Responses as an API we serve: request body → IR, IR → response body.
 
 Inbound (`request_to_ir`): leading `developer`/`system` messages and `instructions` become the
 system prompt; consecutive reasoning, assistant message and call items become one assistant turn;
@@ -6,15 +6,15 @@ call outputs become tool results. Reasoning items carry our `encrypted_content` 
 the reasoning text is restored. `namespace` tools (and those in an `additional_tools` item) are
 flattened to `namespace__name`; hosted tools a chat model cannot run (web_search, …) are dropped.
 
-Outbound (`request_from_ir`): the same in reverse, for a Responses upstream.
+Answers (`response_from_ir`) are built from the output items in `items`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from switch.errors import ClientRequestError
-from switch.protocols.carry import decode_reasoning, is_switch_signature
+from switch.protocols.carry import decode_reasoning
 from switch.protocols.fields import (
     missing,
     optional_bool,
@@ -32,6 +32,8 @@ from switch.protocols.ir import (
     ReasoningEffort,
     ReasoningPart,
     Request,
+    RequestFormatError,
+    Response,
     TextPart,
     ToolCallPart,
     ToolChoice,
@@ -39,7 +41,8 @@ from switch.protocols.ir import (
     ToolSpec,
     image_from_url,
 )
-from switch.protocols.tools import flat_name
+from switch.protocols.openai_responses.items import call_item, message_item, reasoning_item, response_object, status_of
+from switch.protocols.tools import ToolIndex, flat_name
 
 _EFFORTS: dict[str, ReasoningEffort] = {
     effort: effort for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -75,7 +78,7 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
             if isinstance(url, str):
                 parts.append(image_from_url(url))
             elif url is None:
-                raise ClientRequestError(
+                raise RequestFormatError(
                     f"{where}.content[{index}]: input_image by file_id is not supported by this route; send image_url",
                     param=f"{where}.content[{index}]",
                 )
@@ -87,7 +90,7 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
                 raise wrong_type(f"{where}.content[{index}].refusal", "a string", refusal)
             parts.append(TextPart(refusal))
         elif kind == "input_file":
-            raise ClientRequestError(
+            raise RequestFormatError(
                 f"{where}.content[{index}]: input_file is not supported by this route",
                 param=f"{where}.content[{index}]",
             )
@@ -154,7 +157,7 @@ def _tools(
             raise wrong_type(f"{path}[{index}].description", "a string", description)
         if kind == "namespace":
             if namespace is not None:
-                raise ClientRequestError(
+                raise RequestFormatError(
                     f"{path}[{index}]: a namespace cannot hold another namespace", param=f"{path}[{index}]"
                 )
             group = tool.get("name")
@@ -291,7 +294,7 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
             expected = "'user', 'assistant', 'system' or 'developer'"
             if not isinstance(role, str):
                 raise wrong_type(f"input[{index}].role", expected, role)
-            raise ClientRequestError(
+            raise RequestFormatError(
                 f"input[{index}].role must be {expected}, not '{role}'", param=f"input[{index}].role"
             )
         parts = _content_parts(item.get("content"), f"input[{index}]")
@@ -317,7 +320,7 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
 def request_to_ir(body: Any) -> Request:
     """Validate a Responses body and convert it to the IR."""
     if not isinstance(body, dict):
-        raise ClientRequestError("request body must be a JSON object")
+        raise RequestFormatError("request body must be a JSON object")
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise missing("model") if model is None else wrong_type("model", "a non-empty string", model)
@@ -365,129 +368,22 @@ def request_to_ir(body: Any) -> Request:
     )
 
 
-# ---- IR → Responses (for a Responses upstream) -------------------------------------------------
+# ---- IR → Responses (answers to the client) -----------------------------------------------------
 
 
-def _input_content(parts: tuple[Part, ...], assistant: bool) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for part in parts:
-        if isinstance(part, TextPart):
-            out.append({"type": "output_text" if assistant else "input_text", "text": part.text})
-        elif isinstance(part, ImagePart):
-            url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
-            out.append({"type": "input_image", "image_url": url})
-    return out
-
-
-def _tool_out(spec: ToolSpec) -> dict[str, Any]:
-    name = spec.name[len(spec.namespace) + 2 :] if spec.namespace else spec.name
-    if spec.kind == "custom":
-        tool: dict[str, Any] = {"type": "custom", "name": name}
-        if spec.description:
-            tool["description"] = spec.description
-        if spec.grammar:
-            tool["format"] = spec.grammar
-        return tool
-    tool = {"type": "function", "name": name, "strict": False}
-    if spec.description:
-        tool["description"] = spec.description
-    tool["parameters"] = spec.parameters or {"type": "object", "properties": {}}
-    return tool
-
-
-def _tools_out(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    namespaces: dict[str, dict[str, Any]] = {}
-    for spec in tools:
-        if spec.namespace:
-            group = namespaces.get(spec.namespace)
-            if group is None:
-                group = {
-                    "type": "namespace",
-                    "name": spec.namespace,
-                    "description": spec.namespace_description or "",
-                    "tools": [],
-                }
-                namespaces[spec.namespace] = group
-                out.append(group)
-            group["tools"].append(_tool_out(spec))
-        else:
-            out.append(_tool_out(spec))
-    return out
-
-
-def request_from_ir(request: Request, model: str) -> dict[str, Any]:
-    """The Responses body for `request` on a Responses upstream serving `model`."""
-    items: list[dict[str, Any]] = []
-    for message in request.messages:
-        if message.role == "system":
-            text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart))
-            items.append({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]})
-        elif message.role == "user":
-            plain = [p for p in message.parts if isinstance(p, TextPart | ImagePart)]
-            for part in message.parts:
-                if isinstance(part, ToolResultPart):
-                    text = "\n".join(p.text for p in part.content if isinstance(p, TextPart))
-                    kind = "custom_tool_call_output" if part.kind == "custom" else "function_call_output"
-                    items.append({"type": kind, "call_id": part.call_id, "output": text})
-            if plain:
-                items.append({"type": "message", "role": "user", "content": _input_content(tuple(plain), False)})
-        else:
-            texts: list[Part] = []
-            for part in message.parts:
-                if isinstance(part, ReasoningPart):
-                    # Only OpenAI's own encrypted reasoning can go back to OpenAI.
-                    if part.signature and not is_switch_signature(part.signature):
-                        items.append({"type": "reasoning", "summary": [], "encrypted_content": part.signature})
-                elif isinstance(part, TextPart):
-                    texts.append(part)
-                elif isinstance(part, ToolCallPart):
-                    name = part.name[len(part.namespace) + 2 :] if part.namespace else part.name
-                    if part.kind == "custom":
-                        call: dict[str, Any] = {
-                            "type": "custom_tool_call",
-                            "call_id": part.call_id,
-                            "name": name,
-                            "input": part.arguments,
-                        }
-                    else:
-                        call = {
-                            "type": "function_call",
-                            "call_id": part.call_id,
-                            "name": name,
-                            "arguments": part.arguments,
-                        }
-                    if part.namespace:
-                        call["namespace"] = part.namespace
-                    items.append(call)
-            if texts:
-                items.append({"type": "message", "role": "assistant", "content": _input_content(tuple(texts), True)})
-    body: dict[str, Any] = {"model": model, "input": items}
-    instructions = "\n\n".join(p.text for p in request.system)
-    if instructions:
-        body["instructions"] = instructions
-    if request.tools:
-        body["tools"] = _tools_out(request.tools)
-        choice = request.tool_choice
-        if choice is not None:
-            if choice.mode == "tool":
-                body["tool_choice"] = {"type": "function", "name": choice.name}
-            else:
-                body["tool_choice"] = choice.mode
-        if request.parallel_tool_calls is not None:
-            body["parallel_tool_calls"] = request.parallel_tool_calls
-    if request.max_output_tokens:
-        body["max_output_tokens"] = request.max_output_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.top_p is not None:
-        body["top_p"] = request.top_p
-    if request.reasoning is not None:
-        body["reasoning"] = {"effort": request.reasoning.effort or ("medium" if request.reasoning.enabled else "none")}
-        body["include"] = ["reasoning.encrypted_content"]
-    if request.cache_key:
-        body["prompt_cache_key"] = request.cache_key
-    body["store"] = False
-    if request.stream:
-        body["stream"] = True
-    return body
+def response_from_ir(
+    response: Response, request: Request, response_id: str, next_id: Callable[[], str], created_at: int
+) -> dict[str, Any]:
+    """The Responses object for a complete IR response; `next_id` supplies fresh item ids."""
+    index = ToolIndex.of(request.tools)
+    output: list[dict[str, Any]] = []
+    for part in response.parts:
+        if isinstance(part, ReasoningPart):
+            if part.text:
+                output.append(reasoning_item("rs_" + next_id(), part.text))
+        elif isinstance(part, TextPart):
+            output.append(message_item("msg_" + next_id(), part.text))
+        elif isinstance(part, ToolCallPart):
+            output.append(call_item("fc_" + next_id(), part, index))
+    status, reason = status_of(response.stop_reason)
+    return response_object(response_id, request, output, status, response.usage, created_at, reason)

@@ -1,34 +1,40 @@
-"""IR → OpenAI Chat Completions request body, shaped for the chosen upstream model.
+"""Chat Completions as an API we call: IR → request body shaped for the upstream model, response → IR.
 
-`ChatTarget` holds what differs between chat upstreams (reasoning knob and field name, output cap,
-fixed sampling). Output is deterministic: the same IR always gives the same bytes, in the caller's
-order, so a growing conversation keeps the upstream's prefix cache warm.
+`ChatUpstream` describes what differs between chat upstreams (reasoning knob and field name,
+output cap, fixed sampling); routing supplies it. Output is deterministic: the same IR always gives
+the same bytes, in the caller's order, so a growing conversation keeps the upstream's prefix cache
+warm.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
-from switch.errors import TranslationError
 from switch.protocols.carry import decode_reasoning, short_tool_name
 from switch.protocols.ir import (
     DocumentPart,
     ImagePart,
     Message,
+    Part,
     Reasoning,
     ReasoningEffort,
     ReasoningPart,
     Request,
+    Response,
+    StopReason,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
+    UnsupportedFeatureError,
+    UpstreamFormatError,
+    Usage,
 )
-from switch.protocols.tools import CUSTOM_ARGUMENT
+from switch.protocols.tools import CUSTOM_ARGUMENT, ToolIndex
+from switch.protocols.wire import array, count, label, name, obj, optional_text, text
 
 ReasoningStyle = Literal["reasoning_effort", "chat_template_args", "thinking", "none"]
 _EFFORT_ORDER: tuple[ReasoningEffort, ...] = (
@@ -43,19 +49,27 @@ _EFFORT_ORDER: tuple[ReasoningEffort, ...] = (
 EMPTY_TOOL_OUTPUT = "(no output)"
 
 
-@dataclass(frozen=True, slots=True)
-class ChatTarget:
-    """How to talk to one chat upstream model."""
+class ChatUpstream(Protocol):
+    """How to talk to one chat upstream model (routing's `ChatTarget` is one)."""
 
-    model: str
-    reasoning_style: ReasoningStyle = "reasoning_effort"
-    reasoning_field: str = "reasoning_content"
-    effort_levels: tuple[str, ...] = ("low", "medium", "high")
-    max_output_tokens: int | None = None
-    default_output_tokens: int = 32768
-    fixed_sampling: bool = False
-    send_user: bool = True
-    cache_key_field: str | None = None
+    @property
+    def model(self) -> str: ...
+    @property
+    def reasoning_style(self) -> ReasoningStyle: ...
+    @property
+    def reasoning_field(self) -> str: ...
+    @property
+    def effort_levels(self) -> tuple[str, ...]: ...
+    @property
+    def max_output_tokens(self) -> int | None: ...
+    @property
+    def default_output_tokens(self) -> int: ...
+    @property
+    def fixed_sampling(self) -> bool: ...
+    @property
+    def send_user(self) -> bool: ...
+    @property
+    def cache_key_field(self) -> str | None: ...
 
 
 def pick_effort(reasoning: Reasoning, levels: tuple[str, ...]) -> str | None:
@@ -102,7 +116,7 @@ def _system_text(parts: tuple[TextPart, ...] | tuple[Any, ...]) -> str:
 
 
 def _messages(
-    request: Request, target: ChatTarget, cached_reasoning: Callable[[str], str | None]
+    request: Request, target: ChatUpstream, cached_reasoning: Callable[[str], str | None]
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     system = _system_text(request.system)
@@ -131,7 +145,7 @@ def _user_turn(message: Message, out: list[dict[str, Any]]) -> None:
         elif isinstance(part, TextPart | ImagePart):
             pending.append(part)
         elif isinstance(part, DocumentPart):
-            raise TranslationError(
+            raise UnsupportedFeatureError(
                 "document content blocks are not supported by this upstream model; send the document's text instead",
                 param="messages",
             )
@@ -142,7 +156,7 @@ def _user_turn(message: Message, out: list[dict[str, Any]]) -> None:
 
 def _assistant_turn(
     message: Message,
-    target: ChatTarget,
+    target: ChatUpstream,
     cached_reasoning: Callable[[str], str | None],
     out: list[dict[str, Any]],
 ) -> None:
@@ -205,7 +219,7 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
 
 def request_from_ir(
     request: Request,
-    target: ChatTarget,
+    target: ChatUpstream,
     cached_reasoning: Callable[[str], str | None] = lambda _call_id: None,
 ) -> dict[str, Any]:
     """The chat completions body for `request` on `target`."""
@@ -249,7 +263,7 @@ def request_from_ir(
     return body
 
 
-def _apply_reasoning(body: dict[str, Any], reasoning: Reasoning, target: ChatTarget) -> None:
+def _apply_reasoning(body: dict[str, Any], reasoning: Reasoning, target: ChatUpstream) -> None:
     style = target.reasoning_style
     if style == "reasoning_effort":
         effort = pick_effort(reasoning, target.effort_levels)
@@ -259,3 +273,113 @@ def _apply_reasoning(body: dict[str, Any], reasoning: Reasoning, target: ChatTar
         body["chat_template_args"] = {"enable_thinking": reasoning.enabled}
     elif style == "thinking":
         body["thinking"] = {"type": "enabled" if reasoning.enabled else "disabled"}
+
+
+# ---- Chat Completions → IR (the upstream's answer) ---------------------------------------------
+
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+
+
+def stop_reason_to_ir(finish_reason: str | None, matched_stop: Any = None) -> StopReason:
+    """Map a chat `finish_reason` (and vLLM's matched `stop_reason`) to the IR."""
+    if finish_reason == "stop" and isinstance(matched_stop, str):
+        return "stop_sequence"
+    return _STOP_REASONS.get(finish_reason or "stop", "end_turn")
+
+
+def usage_to_ir(usage: dict[str, Any]) -> Usage:
+    """Chat usage → IR; `prompt_tokens` includes cached tokens, which are split out."""
+    prompt = count(usage.get("prompt_tokens"))
+    details = usage.get("prompt_tokens_details")
+    cached = 0
+    written = 0
+    if type(details) is dict:
+        cached = count(details.get("cached_tokens"))
+        written = count(details.get("cache_write_tokens"))
+    if not cached:
+        cached = count(usage.get("cached_tokens"))  # Moonshot reports it at the top level
+    completion_details = usage.get("completion_tokens_details")
+    reasoning = count(completion_details.get("reasoning_tokens")) if type(completion_details) is dict else 0
+    return Usage(
+        input_tokens=max(prompt - cached - written, 0),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        output_tokens=count(usage.get("completion_tokens")),
+        reasoning_tokens=reasoning,
+    )
+
+
+def reasoning_of(fields: dict[str, Any]) -> str | None:
+    """Reasoning text under either name upstreams use (`reasoning_content`, vLLM's `reasoning`)."""
+    text = fields.get("reasoning_content")
+    if text is None:
+        text = fields.get("reasoning")
+    return text if isinstance(text, str) else None
+
+
+def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
+    """A complete chat completion → IR response; raises `UpstreamFormatError` on a malformed body."""
+    raw_usage = body.get("usage")
+    usage = usage_to_ir(raw_usage) if type(raw_usage) is dict else Usage()
+    try:
+        return _response_to_ir(body, index, usage)
+    except UpstreamFormatError as exc:
+        if type(raw_usage) is dict:
+            exc.usage = usage
+        raise
+
+
+def _content_text(content: Any, where: str) -> str:
+    # Some upstreams answer with a list of text parts instead of a string.
+    if type(content) is not list:
+        return text(content, where)
+    texts = []
+    for position, part in enumerate(content):
+        part = obj(part, f"{where}[{position}]")
+        if part.get("type") == "text":
+            texts.append(text(part.get("text"), f"{where}[{position}].text"))
+    return "".join(texts)
+
+
+def _response_to_ir(body: dict[str, Any], index: ToolIndex, usage: Usage) -> Response:
+    choices = array(body.get("choices"), "choices")
+    choice = obj(choices[0], "choices[0]") if choices else {}
+    message = obj(choice.get("message"), "choices[0].message")
+    parts: list[Part] = []
+    reasoning = message.get("reasoning_content")
+    if reasoning is None:
+        reasoning = message.get("reasoning")
+    reasoning = text(reasoning, "choices[0].message.reasoning_content")
+    if reasoning:
+        parts.append(ReasoningPart(reasoning))
+    content = _content_text(message.get("content"), "choices[0].message.content")
+    if content:
+        parts.append(TextPart(content))
+    for position, call in enumerate(array(message.get("tool_calls"), "choices[0].message.tool_calls")):
+        where = f"choices[0].message.tool_calls[{position}]"
+        call = obj(call, where)
+        function = obj(call.get("function"), where + ".function")
+        parts.append(
+            ToolCallPart(
+                optional_text(call.get("id"), where + ".id") or f"call_{position}",
+                index.caller_name(name(function.get("name"), where + ".function.name")),
+                text(function.get("arguments"), where + ".function.arguments"),
+            )
+        )
+    stop = choice.get("stop_reason")
+    stop_sequence = stop if type(stop) is str else None
+    return Response(
+        id=label(body.get("id")) or "",
+        model=label(body.get("model")) or "",
+        parts=tuple(parts),
+        stop_reason=stop_reason_to_ir(optional_text(choice.get("finish_reason"), "choices[0].finish_reason"), stop),
+        usage=usage,
+        stop_sequence=stop_sequence,
+    )
