@@ -18,7 +18,7 @@ from sqlmodel import Field, SQLModel
 from switch.ledger.record import CallRecord
 
 _INTEGER = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-_REAL = sa.Double().with_variant(sa.REAL(), "sqlite")
+_REAL: sa.types.TypeEngine[float] = sa.Double[float]().with_variant(sa.REAL(), "sqlite")
 # SQLite has no boolean: the shipped schema stores 0/1 in INTEGER columns.
 _BOOLEAN = sa.Boolean().with_variant(sa.Integer(), "sqlite")
 
@@ -137,7 +137,7 @@ COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
 def sqlite_ddl() -> list[str]:
     """The CREATE TABLE and CREATE INDEX statements for the calls table on SQLite, from the class."""
     dialect = sqlite.dialect()
-    return [
-        str(CreateTable(CALLS).compile(dialect=dialect)),
-        *(str(CreateIndex(index).compile(dialect=dialect)) for index in sorted(CALLS.indexes, key=lambda i: i.name)),
+    indexes = sorted(CALLS.indexes, key=lambda index: str(index.name))
+    return [str(CreateTable(CALLS).compile(dialect=dialect))] + [
+        str(CreateIndex(index).compile(dialect=dialect)) for index in indexes
     ]
