@@ -43,7 +43,7 @@ _STORAGE_STAGES = ("database:", "spill:", "replay:", "writer:")
 
 
 class Recorder:
-    """Queue + supervised writer thread + spill file. Use `start()` once and `close()` at shutdown."""
+    """Queue + supervised writer thread (pricing with `pricer`) + spill file. `start()` once, `close()` at shutdown."""
 
     def __init__(
         self,
