@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from switch.config import Settings  # noqa: E402
 from switch.ledger.record import CallRecord  # noqa: E402
 from switch.ledger.recorder import Recorder  # noqa: E402
-from tests.ledger_seed import FROZEN_NOW, seed_ledger  # noqa: E402
+from tests.ledger_seed import FROZEN_NOW, pricer_for, seed_ledger  # noqa: E402
 
 
 def timed_command(args: list[str], env: dict[str, str]) -> float:
@@ -34,7 +34,7 @@ def timed_command(args: list[str], env: dict[str, str]) -> float:
 
 
 def recorder_rate(home: Path, count: int) -> float:
-    recorder = Recorder(Settings(), database=home / "recorder.db", spill=home / "recorder.spill")
+    recorder = Recorder(pricer_for(Settings()), database=home / "recorder.db", spill=home / "recorder.spill")
     recorder.start()
     record = CallRecord(
         started_at=time.time(),

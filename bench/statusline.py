@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from switch.ledger.recorder import _UPSERT_ROLLUP, _UPSERT_SESSION, COLUMNS, rollup_deltas, session_deltas  # noqa: E402
+from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas  # noqa: E402
+from switch.ledger.schema import COLUMNS, INSERT  # noqa: E402
 from switch.statusline import line_for  # noqa: E402
 from switch.wiring import hook_argv  # noqa: E402
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows  # noqa: E402
@@ -43,11 +44,9 @@ def add_long_session(path: Path) -> None:
     named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
     connection = sqlite3.connect(path)
     with connection:
-        connection.executemany(
-            f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows
-        )
-        connection.executemany(_UPSERT_ROLLUP, rollup_deltas(named))
-        connection.executemany(_UPSERT_SESSION, session_deltas(named))
+        connection.executemany(INSERT, rows)
+        connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
+        connection.executemany(UPSERT_SESSION, session_deltas(named))
     connection.close()
 
 

@@ -6,8 +6,11 @@ import random
 import sqlite3
 from pathlib import Path
 
+from switch.config import Settings
 from switch.ledger.db import open_for_writing
-from switch.ledger.recorder import _UPSERT_ROLLUP, _UPSERT_SESSION, COLUMNS, rollup_deltas, session_deltas
+from switch.ledger.pricer import Pricer
+from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
+from switch.ledger.schema import COLUMNS, INSERT
 
 FROZEN_NOW = 1_795_000_000.0  # a fixed "now" for tests: 2026-11-19
 MODELS = (
@@ -17,6 +20,15 @@ MODELS = (
 )
 ROLES = ("orchestrator", "subagent", "background")
 HARNESSES = ("claude-code", "codex", "langchain")
+
+
+def pricer_for(settings: Settings, kind: type[Pricer] = Pricer) -> Pricer:
+    """The pricer `switch serve` builds from these settings (or a subclass of it, built the same way)."""
+    return kind(
+        settings.prices,
+        baseline_anthropic=settings.pricing.baseline_anthropic,
+        baseline_openai=settings.pricing.baseline_openai,
+    )
 
 
 def seeded_rows(
@@ -82,13 +94,12 @@ def seeded_rows(
 def seed_ledger(path: Path, count: int, now: float = FROZEN_NOW, span_seconds: float = 3 * 86400) -> None:
     """Create `path` with `count` seeded rows, written in slices so a million rows never sit in memory."""
     connection: sqlite3.Connection = open_for_writing(path)
-    insert = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
     batch = 50_000
     for first in range(0, count, batch):
         rows = seeded_rows(min(batch, count - first), now, span_seconds, first, count)
         named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
         with connection:
-            connection.executemany(insert, rows)
-            connection.executemany(_UPSERT_ROLLUP, rollup_deltas(named))
-            connection.executemany(_UPSERT_SESSION, session_deltas(named))
+            connection.executemany(INSERT, rows)
+            connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
+            connection.executemany(UPSERT_SESSION, session_deltas(named))
     connection.close()

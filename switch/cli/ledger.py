@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Every recorded call, as CSV or JSON lines."""
         from switch.ledger.queries import iterate
-        from switch.ledger.recorder import COLUMNS
+        from switch.ledger.schema import COLUMNS
 
         if format not in ("csv", "jsonl"):
             typer.echo("switch: --format must be csv or jsonl", err=True)

@@ -67,9 +67,15 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
+        from switch.ledger.pricer import Pricer
         from switch.ledger.recorder import Recorder
 
-        recorder = Recorder(settings)
+        pricer = Pricer(
+            settings.prices,
+            baseline_anthropic=settings.pricing.baseline_anthropic,
+            baseline_openai=settings.pricing.baseline_openai,
+        )
+        recorder = Recorder(pricer)
         recorder.start()
         app = create_app(settings, sink=recorder)
         _tune_gc()

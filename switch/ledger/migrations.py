@@ -66,10 +66,13 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         """,
     ),
 )
-# Migration 3's hourly rollups keep their own key names: a shipped migration never changes.
+# Migrations 3 and 4 keep the sums as they shipped, literally (history never changes): the current
+# sums are defined once in `rollups.SUMS`, and a test holds the migrated tables to that definition.
+# A new sum is a new migration that adds its column and fills it from `rollups.SUMS`.
+# Migration 3's hourly rollups keep their own key names.
 _HOURLY_KEYS = ("hour", "harness", "role", "preset", "provider", "served_model", "requested_model")
 _HOURLY_SESSION_KEYS = ("hour", "session_id", "harness")
-ROLLUP_SUMS = (
+_SHIPPED_SUMS = (
     "calls",
     "errors",
     "fallbacks",
@@ -89,7 +92,7 @@ _SUM_SELECT = """COUNT(*), SUM(outcome != 'completed'), SUM(fallback_attempt > 0
                                  THEN native_cost_micros - cost_micros END), 0),
                SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens),
                COALESCE(SUM(cache_savings_micros), 0), MIN(started_at), MAX(started_at)"""
-_SUM_COLUMNS = ", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in ROLLUP_SUMS)
+_SUM_COLUMNS = ", ".join(f"{name} INTEGER NOT NULL DEFAULT 0" for name in _SHIPPED_SUMS)
 MIGRATIONS = (
     *MIGRATIONS,
     (

@@ -19,8 +19,6 @@ from typing import Any
 
 import orjson
 
-from switch.protocols.ir import Usage
-
 _BUNDLED = Path(__file__).resolve().parent / "data" / "prices.json"
 _MILLION = Decimal(1_000_000)
 # Our provider names → how litellm spells them as key prefixes.
@@ -34,6 +32,16 @@ _PROVIDER_PREFIXES: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class Tokens:
+    """The token counts a price applies to, in disjoint buckets (reasoning is part of output)."""
+
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Price:
     """USD per token for each bucket, and where the figures came from."""
 
@@ -43,7 +51,7 @@ class Price:
     output: Decimal
     source: str
 
-    def cost_micros(self, usage: Usage) -> int:
+    def cost_micros(self, usage: Tokens) -> int:
         """The exact cost of `usage` in micro-USD, rounded half up."""
         total = (
             self.input * usage.input_tokens
@@ -53,7 +61,7 @@ class Price:
         ) * _MILLION
         return int(total.quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
-    def cache_savings_micros(self, usage: Usage) -> int:
+    def cache_savings_micros(self, usage: Tokens) -> int:
         """What cached reads saved against paying full input price for them."""
         saved = (self.input - self.cache_read) * usage.cache_read_tokens * _MILLION
         return int(saved.quantize(Decimal(1), rounding=ROUND_HALF_UP))
@@ -150,19 +158,6 @@ class PriceTable:
                 if price is not None:
                     return price
         return None
-
-    def limits(self, provider: str | None, model: str) -> tuple[int | None, int | None]:
-        """(context window, max output tokens) from the table, when known."""
-        for key in self._candidates(provider, model):
-            found = self._entries.get(key)
-            if found is not None:
-                entry = found[0]
-                context, output = entry.get("max_input_tokens"), entry.get("max_output_tokens")
-                return (
-                    context if isinstance(context, int) else None,
-                    output if isinstance(output, int) else None,
-                )
-        return None, None
 
     @staticmethod
     def _override_price(override: dict[str, float], reference: str) -> Price:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
-import time
 from collections.abc import Iterator
 
-from switch.ledger.migrations import BUCKET_SECONDS, ROLLUP_SUMS
+from switch.ledger.migrations import BUCKET_SECONDS
+from switch.ledger.rollups import CALLS_SUMS_SQL, ROLLUP_SUMS, ROLLUP_SUMS_SQL
+from switch.ledger.times import local_bucket_start
+from switch.ledger.times import parse_time as parse_time  # where the CLI and the dashboard look for it
 
 TYPE_CHECKING = False  # the status line imports this module: keep `typing` off its start-up path
 if TYPE_CHECKING:
@@ -32,39 +33,9 @@ ROLLUP_GROUPS: dict[str, str] = {
     "day": "strftime('%Y-%m-%d', bucket, 'unixepoch', 'localtime')",
     "session": "CASE WHEN session_id = '' THEN '(none)' ELSE session_id END",
 }
-_CALLS_SUMS = """COUNT(*), SUM(outcome != 'completed'), SUM(fallback_attempt > 0), SUM(cost_micros),
-    SUM(cost_micros IS NULL), SUM(native_cost_micros),
-    SUM(CASE WHEN cost_micros IS NOT NULL AND native_cost_micros IS NOT NULL THEN native_cost_micros - cost_micros END),
-    SUM(input_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(output_tokens),
-    SUM(cache_savings_micros), MIN(started_at), MAX(started_at)"""
-_ROLLUP_SUMS = ", ".join(f"SUM({name})" for name in ROLLUP_SUMS) + ", MIN(first_at), MAX(last_at)"
+# Where first and last start sit in a row of sums (after the sums themselves).
+_FIRST_AT, _LAST_AT = len(ROLLUP_SUMS), len(ROLLUP_SUMS) + 1
 MEDIAN_SAMPLE = 5_000
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_time(text: str | None, now: float | None = None) -> float | None:
-    """`1h`, `7d`, `today`, `yesterday`, an ISO date or date-time → Unix time (None stays None)."""
-    from datetime import datetime, timedelta
-
-    if text is None or text == "":
-        return None
-    now = time.time() if now is None else now
-    match = _RELATIVE.match(text.strip())
-    if match:
-        return now - float(match.group(1)) * _UNITS[match.group(2)]
-    lowered = text.strip().lower()
-    if lowered in ("today", "yesterday"):
-        midnight = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
-        if lowered == "yesterday":
-            midnight -= timedelta(days=1)
-        return midnight.timestamp()
-    if lowered == "all":
-        return None
-    try:
-        return datetime.fromisoformat(text.strip()).timestamp()
-    except ValueError as exc:
-        raise ValueError(f"cannot read time '{text}': use 30m, 24h, 7d, today, or an ISO date") from exc
 
 
 def _in_range(column: str, low: float | None, high: float | None) -> tuple[list[str], list[Any]]:
@@ -137,9 +108,9 @@ def _merge(target: dict[Any, list[Any]], rows: Any) -> None:
                 continue
             if current[position] is None:
                 current[position] = value
-            elif position == 12:
+            elif position == _FIRST_AT:
                 current[position] = min(current[position], value)
-            elif position == 13:
+            elif position == _LAST_AT:
                 current[position] = max(current[position], value)
             else:
                 current[position] += value
@@ -156,7 +127,9 @@ def _aggregate(
     where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
     rollup_group = ROLLUP_GROUPS[by] if by else "'all'"
     table = "rollup_session" if by == "session" else "rollup"
-    _merge(merged, connection.execute(f"SELECT {rollup_group}, {_ROLLUP_SUMS} FROM {table} {where} GROUP BY 1", params))
+    _merge(
+        merged, connection.execute(f"SELECT {rollup_group}, {ROLLUP_SUMS_SQL} FROM {table} {where} GROUP BY 1", params)
+    )
     calls_group = GROUPS[by] if by else "'all'"
     edges: list[tuple[float | None, float | None]] = []
     if since is not None and first_bucket is not None:
@@ -172,7 +145,9 @@ def _aggregate(
         edge_where, edge_params = _where(low, high)
         _merge(
             merged,
-            connection.execute(f"SELECT {calls_group}, {_CALLS_SUMS} FROM calls {edge_where} GROUP BY 1", edge_params),
+            connection.execute(
+                f"SELECT {calls_group}, {CALLS_SUMS_SQL} FROM calls {edge_where} GROUP BY 1", edge_params
+            ),
         )
     return merged
 
@@ -190,7 +165,7 @@ def spend(
     group_sql = GROUPS[by] if by else "'all'"
     where, params = _where(since, until, filters)
     if filters:
-        sql = f"SELECT {group_sql}, {_CALLS_SUMS} FROM calls {where} GROUP BY 1"
+        sql = f"SELECT {group_sql}, {CALLS_SUMS_SQL} FROM calls {where} GROUP BY 1"
         merged: dict[Any, list[Any]] = {}
         _merge(merged, connection.execute(sql, params))
     else:
@@ -295,7 +270,7 @@ def sessions(
     where, params = _where(since, until, {"session_id": session_id} if session_id else None)
     condition = f"{where} AND session_id IS NOT NULL" if where else "WHERE session_id IS NOT NULL"
     sql = f"""
-        SELECT session_id, MIN(harness), MIN(started_at), MAX(started_at + duration_ms / 1000.0), {_CALLS_SUMS},
+        SELECT session_id, MIN(harness), MIN(started_at), MAX(started_at + duration_ms / 1000.0), {CALLS_SUMS_SQL},
                SUM(CASE WHEN role = 'orchestrator' THEN cost_micros END),
                SUM(CASE WHEN role != 'orchestrator' THEN cost_micros END),
                SUM(CASE WHEN role = 'orchestrator' THEN input_tokens + cache_read_tokens + output_tokens END),
@@ -319,7 +294,7 @@ def session_status(connection: sqlite3.Connection, session_id: str) -> dict[str,
     Runs after every harness message, so every read is an index lookup: the rollup by session id, and
     the calls newest first on (session_id, started_at), stopping at the first match."""
     row = connection.execute(
-        f"SELECT MIN(harness), {_ROLLUP_SUMS} FROM rollup_session WHERE session_id = ?", (session_id,)
+        f"SELECT MIN(harness), {ROLLUP_SUMS_SQL} FROM rollup_session WHERE session_id = ?", (session_id,)
     ).fetchone()
     if row is None or not row[1]:
         return None
@@ -375,16 +350,6 @@ def series(
         totals[(bucket, group)] = totals.get((bucket, group), 0) + micros
     ordered = sorted(totals.items(), key=lambda item: (item[0][0], str(item[0][1])))
     return [(bucket, group, micros) for (bucket, group), micros in ordered]
-
-
-def local_bucket_start(moment: float, bucket_seconds: int) -> int:
-    """Start of the local-time bucket holding `moment`: local midnight plus whole buckets (a day: midnight)."""
-    from datetime import datetime
-
-    midnight = datetime.fromtimestamp(moment).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
-    if bucket_seconds >= 86400:
-        return int(midnight)  # a day with a daylight-saving change lasts 23 or 25 hours: still one bucket
-    return int(midnight + (moment - midnight) // bucket_seconds * bucket_seconds)
 
 
 def recent_problems(connection: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:

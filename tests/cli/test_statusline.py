@@ -24,7 +24,7 @@ from switch.config import Settings
 from switch.ledger import queries
 from switch.ledger.record import CallRecord
 from switch.ledger.recorder import Recorder
-from tests.ledger_seed import seed_ledger
+from tests.ledger_seed import pricer_for, seed_ledger
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "statusline"
 CLAUDE_INPUT = (CAPTURED / "claude_code_after_turn.json").read_text()
@@ -98,7 +98,7 @@ CALLS = [
 def ledger(isolated_home: Path) -> Path:
     """A real ledger written by the real recorder (prices, rollups and all)."""
     path = isolated_home / "ledger.db"
-    recorder = Recorder(Settings(), database=path, spill=isolated_home / "ledger.spill.jsonl")
+    recorder = Recorder(pricer_for(Settings()), database=path, spill=isolated_home / "ledger.spill.jsonl")
     recorder.start()
     for record in CALLS:
         recorder.submit(record)

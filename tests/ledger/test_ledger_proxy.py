@@ -21,9 +21,11 @@ import openai
 import pytest
 
 from switch.config import load_settings
-from switch.ledger.recorder import Recorder, spill_file
+from switch.ledger.recorder import Recorder
+from switch.ledger.spill import default_path as spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply, Turn
+from tests.ledger_seed import pricer_for
 from tests.servers import answers_health, free_port, send_post, serve, start_serve
 
 KIMI = (3.0, 0.3, 15.0)  # USD per million: input, cached input, output
@@ -63,7 +65,7 @@ def ledger_proxy(
     fake, url = fake_chat
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
     (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
-    recorder = Recorder(load_settings())
+    recorder = Recorder(pricer_for(load_settings()))
     recorder.start()
     proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}/v1"\n', sink=recorder, read_timeout=2.0)
     proxy.upstream = fake
@@ -350,8 +352,8 @@ def test_healthz_status_and_doctor_show_the_ledger_state(
     from typer.testing import CliRunner
 
     from switch.cli import app
+    from switch.ledger.pricer import Pricer
     from switch.ledger.record import CallRecord
-    from switch.ledger.recorder import Pricer
 
     proxy, recorder = ledger_proxy
     port = int(proxy.url.rsplit(":", 1)[1])
@@ -386,7 +388,7 @@ def test_healthz_status_and_doctor_show_the_ledger_state(
             flowing.wait(30)
             return super().row(record)
 
-    recorder.pricer = StuckPricer(load_settings())
+    recorder.pricer = pricer_for(load_settings(), StuckPricer)
     try:
         for index in range(3):
             client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": str(index)}])

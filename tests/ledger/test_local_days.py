@@ -24,7 +24,9 @@ from switch.config import Settings
 from switch.ledger import queries
 from switch.ledger.migrations import migrate
 from switch.ledger.record import CallRecord
-from switch.ledger.recorder import COLUMNS, Pricer, Recorder
+from switch.ledger.recorder import Recorder
+from switch.ledger.schema import COLUMNS
+from tests.ledger_seed import pricer_for
 
 ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Asia/Kathmandu"]
 # St. John's turns its clocks back on 1 November 2026: the calls span that night.
@@ -77,7 +79,7 @@ def calls(count: int, seed: int) -> list[CallRecord]:
 
 def record_all(database: Path, records: list[CallRecord]) -> None:
     """Write `records` the way the proxy does: through the recorder and its rollups."""
-    recorder = Recorder(Settings(), database=database, spill=database.with_suffix(".spill"), batch_size=97)
+    recorder = Recorder(pricer_for(Settings()), database=database, spill=database.with_suffix(".spill"), batch_size=97)
     recorder.start()
     for record in records:
         recorder.submit(record)
@@ -130,7 +132,7 @@ def test_spend_by_day_is_the_sum_of_the_calls_of_each_local_day(
 def test_switch_spend_by_day_in_the_local_zone_even_for_a_ledger_made_before(isolated_home: Path, zone: str) -> None:
     database = isolated_home / "ledger.db"
     records = calls(400, seed=7)
-    pricer = Pricer(Settings())
+    pricer = pricer_for(Settings())
     connection = sqlite3.connect(database)
     migrate(connection, upto=2)
     with connection:

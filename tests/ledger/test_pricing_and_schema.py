@@ -7,20 +7,19 @@ from pathlib import Path
 
 from switch.config import load_settings
 from switch.ledger.migrations import LATEST, MIGRATIONS, current_version, migrate
-from switch.ledger.models import Call
-from switch.ledger.pricing import PriceTable
+from switch.ledger.pricing import PriceTable, Tokens
 from switch.ledger.record import CallRecord
-from switch.ledger.recorder import COLUMNS, Pricer
-from switch.protocols.ir import Usage
+from switch.ledger.schema import COLUMNS, Call
+from tests.ledger_seed import pricer_for
 
 
 def test_kimi_k3_on_baseten_costs_to_the_micro_dollar() -> None:
     price = PriceTable().lookup("baseten", "moonshotai/Kimi-K3")
     assert price is not None and price.source == "litellm:baseten/moonshotai/Kimi-K3"
     # $3.00 input, $0.30 cached input, $15.00 output per million tokens
-    usage = Usage(input_tokens=1000, cache_read_tokens=500, output_tokens=200)
+    usage = Tokens(input_tokens=1000, cache_read_tokens=500, output_tokens=200)
     assert price.cost_micros(usage) == 1000 * 3 + 500 * 0.3 + 200 * 15 == 6150
-    assert price.cost_micros(Usage(input_tokens=1, output_tokens=0)) == 3
+    assert price.cost_micros(Tokens(input_tokens=1, output_tokens=0)) == 3
     assert price.cache_savings_micros(usage) == 500 * (3 - 0.3) == 1350
 
 
@@ -28,7 +27,7 @@ def test_claude_and_gpt_counterfactual_prices() -> None:
     table = PriceTable()
     opus = table.lookup("anthropic", "claude-opus-5-5")
     assert opus is not None
-    usage = Usage(input_tokens=1000, cache_read_tokens=500, cache_write_tokens=100, output_tokens=200)
+    usage = Tokens(input_tokens=1000, cache_read_tokens=500, cache_write_tokens=100, output_tokens=200)
     assert opus.cost_micros(usage) == 1000 * 4 + 500 * 0.2 + 100 * 5 + 200 * 20
     assert table.lookup("openai", "gpt-5.5") is not None
     assert table.lookup("moonshot", "kimi-k3") is not None
@@ -39,7 +38,7 @@ def test_unknown_model_is_unpriced_and_overrides_win() -> None:
     table = PriceTable({"baseten/moonshotai/Kimi-K3": {"input": 1.0, "cached_input": 0.1, "output": 2.0}})
     price = table.lookup("baseten", "moonshotai/Kimi-K3")
     assert price is not None and price.source == "config:baseten/moonshotai/Kimi-K3"
-    assert price.cost_micros(Usage(input_tokens=1_000_000, cache_read_tokens=1_000_000, output_tokens=1_000_000)) == (
+    assert price.cost_micros(Tokens(input_tokens=1_000_000, cache_read_tokens=1_000_000, output_tokens=1_000_000)) == (
         3_100_000
     )
 
@@ -69,7 +68,7 @@ def record(**fields: object) -> CallRecord:
 
 
 def test_row_carries_cost_native_cost_and_the_prices_used() -> None:
-    row = Pricer(load_settings()).row(record())
+    row = pricer_for(load_settings()).row(record())
     assert row["cost_micros"] == 2000 * 3 + 8000 * 0.3 + 300 * 15
     assert row["native_cost_micros"] == 2000 * 4 + 8000 * 0.2 + 300 * 20
     assert (row["price_input"], row["price_cached_input"], row["price_output"]) == (3.0, 0.3, 15.0)
@@ -78,7 +77,7 @@ def test_row_carries_cost_native_cost_and_the_prices_used() -> None:
 
 
 def test_unknown_requested_model_falls_back_to_the_baseline() -> None:
-    row = Pricer(load_settings()).row(record(requested_model="env-main-model", provider="nobody", served_model="x"))
+    row = pricer_for(load_settings()).row(record(requested_model="env-main-model", provider="nobody", served_model="x"))
     assert row["cost_micros"] is None and row["price_source"] is None
     assert row["native_price_source"] == "litellm:claude-opus-5-5"
 
@@ -108,14 +107,20 @@ def test_spend_from_rollup_matches_a_full_scan(tmp_path: Path) -> None:
     connection.execute("DELETE FROM rollup_session")
     connection.commit()
     # Rebuild the rollup the way the writer does, batch by batch.
-    from switch.ledger.migrations import ROLLUP_SUMS
-    from switch.ledger.recorder import _UPSERT_ROLLUP, _UPSERT_SESSION, COLUMNS, rollup_deltas, session_deltas
+    from switch.ledger.rollups import (
+        CALLS_SUMS_SQL,
+        ROLLUP_SUMS,
+        UPSERT_ROLLUP,
+        UPSERT_SESSION,
+        rollup_deltas,
+        session_deltas,
+    )
 
     select = f"SELECT {', '.join(COLUMNS)} FROM calls"
     rows = [dict(zip(COLUMNS, row, strict=True)) for row in connection.execute(select)]
     for start in range(0, len(rows), 333):
-        connection.executemany(_UPSERT_ROLLUP, rollup_deltas(rows[start : start + 333]))
-        connection.executemany(_UPSERT_SESSION, session_deltas(rows[start : start + 333]))
+        connection.executemany(UPSERT_ROLLUP, rollup_deltas(rows[start : start + 333]))
+        connection.executemany(UPSERT_SESSION, session_deltas(rows[start : start + 333]))
     connection.commit()
     rng = random.Random(3)
     keys = ROLLUP_SUMS  # every sum, cache writes included
@@ -129,7 +134,7 @@ def test_spend_from_rollup_matches_a_full_scan(tmp_path: Path) -> None:
             fast = {r["grp"]: [r[k] for k in keys] for r in queries.spend(connection, by, since, until)}
             where, params = queries._where(since, until)
             group = queries.GROUPS[by] if by else "'all'"
-            slow_sql = f"SELECT {group}, {queries._CALLS_SUMS} FROM calls {where} GROUP BY 1"
+            slow_sql = f"SELECT {group}, {CALLS_SUMS_SQL} FROM calls {where} GROUP BY 1"
             slow: dict[object, list[object]] = {}
             queries._merge(slow, connection.execute(slow_sql, params))
             expected = {

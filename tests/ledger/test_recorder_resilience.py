@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from switch.config import load_settings
+from switch.ledger.pricer import Pricer
 from switch.ledger.record import CallRecord
-from switch.ledger.recorder import Pricer, Recorder
+from switch.ledger.recorder import Recorder
 from tests.ledger.test_ledger_proxy import DatabaseLock, rows, wait_until
+from tests.ledger_seed import pricer_for
 
 
 def record(index: int, **changes: Any) -> CallRecord:
@@ -46,7 +48,12 @@ class TroublePricer(Pricer):
     """The real pricer, with `trouble` run first for every record (it may raise or wait)."""
 
     def __init__(self, trouble: Callable[[CallRecord], None]) -> None:
-        super().__init__(load_settings())
+        settings = load_settings()
+        super().__init__(
+            settings.prices,
+            baseline_anthropic=settings.pricing.baseline_anthropic,
+            baseline_openai=settings.pricing.baseline_openai,
+        )
         self.trouble = trouble
 
     def row(self, record: CallRecord) -> dict[str, Any]:
@@ -83,7 +90,7 @@ def test_a_call_that_cannot_be_priced_is_recorded_unpriced_and_the_writer_goes_o
             raise KeyError("input_cost_per_token")
 
     caplog.set_level(logging.INFO, logger="switch.recorder")
-    with running(Recorder(load_settings(), batch_window=0, pricer=TroublePricer(trouble))) as recorder:
+    with running(Recorder(TroublePricer(trouble), batch_window=0)) as recorder:
         for index in range(3):
             recorder.submit(record(index, served_model="damaged/entry"))
         wait_until(lambda: len(rows(isolated_home)) == 3)
@@ -111,7 +118,7 @@ def test_a_writer_thread_that_dies_is_restarted_and_loses_no_call(
             victims.append(threading.current_thread())
             raise WriterKilled
 
-    with running(Recorder(load_settings(), batch_window=0, pricer=TroublePricer(trouble))) as recorder:
+    with running(Recorder(TroublePricer(trouble), batch_window=0)) as recorder:
         recorder.submit(record(0))
         wait_until(lambda: bool(victims))
         victims[0].join(10)
@@ -131,7 +138,7 @@ def test_rows_neither_a_locked_database_nor_a_full_disk_takes_are_kept_until_one
     isolated_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     spill = isolated_home / "ledger.spill.jsonl"
-    with running(Recorder(load_settings(), batch_window=0)) as recorder:
+    with running(Recorder(pricer_for(load_settings()), batch_window=0)) as recorder:
         recorder.submit(record(0))
         wait_until(lambda: len(rows(isolated_home)) == 1)
         spill.symlink_to("/dev/full")  # every write to it fails with ENOSPC, as on a full disk
@@ -165,7 +172,7 @@ def test_past_the_queue_bound_calls_go_to_the_spill_file_and_none_is_lost(isolat
         flowing.wait(30)  # closed: the writer is stuck, as behind a slow disk
 
     pricer = TroublePricer(trouble)
-    recorder = Recorder(load_settings(), batch_size=10, max_queued=50, batch_window=0, pricer=pricer)
+    recorder = Recorder(pricer, batch_size=10, max_queued=50, batch_window=0)
     try:
         with running(recorder):
             recorder.submit(record(0))
@@ -206,7 +213,7 @@ def test_calls_spilled_while_the_spill_file_is_replayed_stay_for_the_next_replay
                 recorder.submit(record(index))
 
     # With no room in the queue, every call goes straight to the spill file.
-    recorder = Recorder(load_settings(), batch_window=0, max_queued=0, pricer=TroublePricer(trouble))
+    recorder = Recorder(TroublePricer(trouble), batch_window=0, max_queued=0)
     for index in range(10):
         recorder.submit(record(index))
     with running(recorder):
@@ -217,7 +224,7 @@ def test_calls_spilled_while_the_spill_file_is_replayed_stay_for_the_next_replay
 
 
 def test_close_replays_what_was_spilled_past_the_queue_bound(isolated_home: Path) -> None:
-    recorder = Recorder(load_settings(), batch_window=0, max_queued=0)
+    recorder = Recorder(pricer_for(load_settings()), batch_window=0, max_queued=0)
     recorder.start()
     for index in range(3):
         recorder.submit(record(index))

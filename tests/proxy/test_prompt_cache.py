@@ -19,6 +19,7 @@ from switch.ledger.recorder import Recorder
 from switch.routing.presets import set_active
 from tests.conftest import FAKE_BASETEN_KEY, Proxy, load_capture, presets_of
 from tests.fake_upstream import FakeChatUpstream, Turn
+from tests.ledger_seed import pricer_for
 from tests.servers import serve, wait_until
 
 SKIP = {"host", "content-length", "connection", "accept-encoding"}
@@ -136,7 +137,7 @@ def test_spend_by_session_reports_hit_rate_and_cache_savings(
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
     config = f'[providers.baseten]\nbase_url = "{url}/v1"\n'
     (isolated_home / "config.toml").write_text(config)
-    recorder = Recorder(load_settings())
+    recorder = Recorder(pricer_for(load_settings()))
     recorder.start()
     proxy = start_proxy(config, sink=recorder)
     turns: dict[str, list[tuple[int, int]]] = {"s-1": [(1000, 0), (1500, 1000)], "s-2": [(3000, 2400)]}

@@ -150,10 +150,10 @@ async def test_new_calls_written_by_another_process_appear(ledger: Path) -> None
             "import sys; sys.path.insert(0, '.')\n"
             "from tests.ledger_seed import seeded_rows\n"
             "from switch.ledger.db import open_for_writing\n"
-            "from switch.ledger.recorder import _INSERT\n"
+            "from switch.ledger.schema import INSERT\n"
             f"c = open_for_writing(__import__('pathlib').Path({str(ledger)!r}))\n"
             f"rows = seeded_rows(5, {FROZEN_NOW + 60}, 60)\n"
-            "with c:\n    c.executemany(_INSERT, rows)\n"
+            "with c:\n    c.executemany(INSERT, rows)\n"
         )
         subprocess.run([sys.executable, "-c", writer], check=True, cwd=Path(__file__).parents[2])
         for _ in range(40):
@@ -169,7 +169,7 @@ MARKUP_LIKE = ("[/v1/chat]", "[bold]", "[link=x]")
 
 def ledger_text_row(now: float) -> tuple[object, ...]:
     """One call whose recorded texts look like Textual markup (error bodies often quote paths)."""
-    from switch.ledger.recorder import COLUMNS
+    from switch.ledger.schema import COLUMNS
 
     values = dict(zip(COLUMNS, seeded_rows(1, now, 60)[0], strict=True))
     values.update(
@@ -198,7 +198,8 @@ def screen_text(app: Any) -> str:
 
 async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isolated_home: Path) -> None:
     from switch.ledger.db import open_for_writing
-    from switch.ledger.recorder import _INSERT, _UPSERT_ROLLUP, COLUMNS, rollup_deltas
+    from switch.ledger.rollups import UPSERT_ROLLUP, rollup_deltas
+    from switch.ledger.schema import COLUMNS, INSERT
 
     (isolated_home / "config.toml").write_text("[server]\nport = 9\n")
     (isolated_home / "presets").mkdir()
@@ -210,8 +211,8 @@ async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isola
     row = ledger_text_row(FROZEN_NOW - 30)
     connection = open_for_writing(path)
     with connection:
-        connection.execute(_INSERT, row)
-        connection.executemany(_UPSERT_ROLLUP, rollup_deltas([dict(zip(COLUMNS, row, strict=True))]))
+        connection.execute(INSERT, row)
+        connection.executemany(UPSERT_ROLLUP, rollup_deltas([dict(zip(COLUMNS, row, strict=True))]))
     connection.close()
     app = make_app(path, clock=lambda: FROZEN_NOW, poll=0.1)  # refreshes keep re-rendering the texts
     async with app.run_test(size=(200, 60)) as pilot:

@@ -1,0 +1,143 @@
+"""The call row, defined once: the SQLModel class from which the DDL, the insert and the spill checks derive.
+
+The types are portable (the team ledger on PostgreSQL reuses this class as it is): 64-bit integers and
+double precision there, and on SQLite exactly the INTEGER, REAL and TEXT the shipped migrations created,
+so a ledger migrated from any version has the schema this class describes (a test checks it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlmodel import Field, SQLModel
+
+from switch.ledger.record import CallRecord
+
+_INTEGER = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+_REAL: sa.types.TypeEngine[float] = sa.Double[float]().with_variant(sa.REAL(), "sqlite")
+# SQLite has no boolean: the shipped schema stores 0/1 in INTEGER columns.
+_BOOLEAN = sa.Boolean().with_variant(sa.Integer(), "sqlite")
+
+
+def _text(nullable: bool = False) -> Any:
+    return Field(default=None, sa_type=sa.Text) if nullable else Field(sa_type=sa.Text)
+
+
+def _integer(default: int | None = None, description: str | None = None) -> Any:
+    if default is None:
+        return Field(default=None, sa_type=_INTEGER, description=description)
+    return Field(default=default, sa_type=_INTEGER, sa_column_kwargs={"server_default": sa.text(str(default))})
+
+
+def _real(default: float | None = None, description: str | None = None) -> Any:
+    if default is None:
+        return Field(default=None, sa_type=_REAL, description=description)
+    return Field(default=default, sa_type=_REAL, sa_column_kwargs={"server_default": sa.text(f"{default:g}")})
+
+
+class Call(SQLModel, table=True):
+    """One call attempt. Costs are integer micro-USD; None means unpriced, never free."""
+
+    __tablename__ = "calls"
+    __table_args__ = (
+        sa.Index("ix_calls_started_at", "started_at"),
+        sa.Index("ix_calls_session", "session_id", "started_at"),
+        sa.Index("ix_calls_model", "served_model", "started_at"),
+        sa.Index("ix_calls_role", "role", "started_at"),
+        sa.Index("ix_calls_harness", "harness", "started_at"),
+        sa.Index("ix_calls_outcome", "outcome", "started_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=_INTEGER)
+    started_at: float = Field(sa_type=_REAL, description="Unix time the call arrived")
+    harness: str = _text()
+    session_id: str | None = _text(nullable=True)
+    agent_id: str | None = _text(nullable=True)
+    role: str = _text()
+    preset: str = _text()
+    requested_model: str = _text()
+    provider: str = _text()
+    served_model: str = _text()
+    inbound_api: str = _text()
+    upstream_api: str = _text()
+    streamed: bool = Field(sa_type=_BOOLEAN)
+    outcome: str = _text()
+    http_status: int = Field(sa_type=_INTEGER)
+    stop_reason: str | None = _text(nullable=True)
+    input_tokens: int = _integer(0)
+    output_tokens: int = _integer(0)
+    cache_read_tokens: int = _integer(0)
+    cache_write_tokens: int = _integer(0)
+    reasoning_tokens: int = _integer(0)
+    usage_reported: bool = Field(default=True, sa_type=_BOOLEAN, sa_column_kwargs={"server_default": sa.true()})
+    cost_micros: int | None = _integer()
+    native_cost_micros: int | None = _integer(
+        description="the same tokens at the price of the model asked for (or the baseline)"
+    )
+    cache_savings_micros: int | None = _integer()
+    price_source: str | None = _text(nullable=True)
+    native_price_source: str | None = _text(nullable=True)
+    price_input: float | None = _real(description="USD per million uncached input tokens")
+    price_cached_input: float | None = _real()
+    price_cache_write: float | None = _real()
+    price_output: float | None = _real()
+    ttft_ms: float | None = _real()
+    duration_ms: float = _real(0.0)
+    output_tps: float | None = _real()
+    fallback_attempt: int = _integer(0)
+    fallback_trigger: str | None = _text(nullable=True)
+    request_bytes: int = _integer(0)
+    response_bytes: int = _integer(0)
+    error: str | None = _text(nullable=True)
+
+
+CALLS: sa.Table = Call.__table__  # type: ignore[attr-defined]
+COLUMNS: tuple[str, ...] = tuple(column.name for column in CALLS.columns if not column.primary_key)
+"""Every column the writer fills, in the class's order (the database assigns the id)."""
+WRITER_COLUMNS = frozenset(
+    {
+        "cost_micros",
+        "native_cost_micros",
+        "cache_savings_micros",
+        "price_source",
+        "native_price_source",
+        "price_input",
+        "price_cached_input",
+        "price_cache_write",
+        "price_output",
+        "output_tps",
+    }
+)
+"""Columns the writer computes from a record off the request path (prices, costs, speed)."""
+INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
+
+# The relay builds a CallRecord on the hot path (a slotted value, not this class): it must carry
+# exactly the columns the writer does not compute, or rows would silently lose a field.
+_RECORD_FIELDS = {field.name for field in fields(CallRecord)}
+if _RECORD_FIELDS != set(COLUMNS) - WRITER_COLUMNS:
+    raise TypeError(
+        "CallRecord and the calls table disagree: "
+        f"only in CallRecord {sorted(_RECORD_FIELDS - set(COLUMNS))}, "
+        f"missing from CallRecord {sorted(set(COLUMNS) - WRITER_COLUMNS - _RECORD_FIELDS)}"
+    )
+
+_KINDS: dict[type, tuple[type, ...]] = {str: (str,), int: (int,), bool: (int,), float: (int, float)}
+COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    column.name: (_KINDS[column.type.python_type], not column.nullable)
+    for column in CALLS.columns
+    if not column.primary_key
+}
+"""What each column accepts (Python types) and whether it is required: checks rows read back from outside."""
+
+
+def sqlite_ddl() -> list[str]:
+    """The CREATE TABLE and CREATE INDEX statements for the calls table on SQLite, from the class."""
+    dialect = sqlite.dialect()
+    indexes = sorted(CALLS.indexes, key=lambda index: str(index.name))
+    return [str(CreateTable(CALLS).compile(dialect=dialect))] + [
+        str(CreateIndex(index).compile(dialect=dialect)) for index in indexes
+    ]
