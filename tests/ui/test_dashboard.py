@@ -14,7 +14,9 @@ from textual.widgets import DataTable, Select, Static
 from switch.routing.presets import active_name
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows
 from ui import format as fmt
-from ui.app import EMPTY_HELP, make_app
+from ui.app import make_app
+from ui.panes.calls import CallsPane
+from ui.panes.overview import EMPTY_HELP
 from ui.screens.detail import CallDetail
 
 ROWS = 300
@@ -114,7 +116,7 @@ async def test_sessions_enter_filters_calls(ledger: Path) -> None:
         await settle(app, pilot)
         calls = app.query_one("#calls-table", DataTable)
         assert 0 < calls.row_count <= 40
-        assert app.filters.session is not None
+        assert app.query_one(CallsPane).filters.session is not None
 
 
 async def test_switching_preset_from_dashboard_writes_active_preset(ledger: Path) -> None:
@@ -242,7 +244,7 @@ async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isola
         )
         await pilot.press("enter")  # filters the calls by that session, with a notification naming it
         await settle(app, pilot)
-        assert app.filters.session == "[/v1/chat]s"
+        assert app.query_one(CallsPane).filters.session == "[/v1/chat]s"
         await pilot.press("p")
         await settle(app, pilot)
         shown = screen_text(app)
