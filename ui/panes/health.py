@@ -62,8 +62,8 @@ def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Te
     return fmt.plain(f"No preset chosen: every call goes to {default_model}.")
 
 
-def read_health(connection: sqlite3.Connection | None) -> HealthInfo:
-    """Gather the tab's contents (blocking: run it off the UI thread)."""
+def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
+    """Gather the tab's contents around the ledger's recent `problems` (blocking: run it off the UI thread)."""
     settings, config = checks.config_check()
     if settings is None:
         return HealthInfo([], fmt.plain(f"config.toml is invalid: {config['detail']}"), {}, "unknown", [])
@@ -73,7 +73,7 @@ def read_health(connection: sqlite3.Connection | None) -> HealthInfo:
         active_routes(statuses, settings.defaults.model),
         checks.key_sources(settings),
         proxy_status(checks.proxy_state(settings, timeout=0.3)),
-        queries.recent_problems(connection) if connection is not None else [],
+        problems,
     )
 
 
@@ -108,12 +108,15 @@ class HealthPane(LedgerPane):
 
     @work(thread=True, exclusive=True, group="health")
     def _load(self) -> None:
+        problems: list[dict[str, Any]] = []
         try:
-            info = read_health(self.ledger.get())
+            connection = self.ledger.get()
+            if connection is not None:
+                problems = queries.recent_problems(connection)
         except sqlite3.Error as exc:
+            # Presets, keys and the proxy matter most when the ledger cannot be read: show them anyway.
             self.post_message(self.ReadFailed(str(exc)))
-            return
-        self.post_message(self.Loaded(info))
+        self.post_message(self.Loaded(read_health(problems)))
 
     @on(Loaded)
     def _show(self, message: Loaded) -> None:
