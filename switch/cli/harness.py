@@ -193,7 +193,7 @@ def register(app: typer.Typer) -> None:
             )
             ledger = (result.get("health") or {}).get("ledger")
             if isinstance(ledger, dict):
-                from switch.cli.doctor import ledger_summary
+                from switch.checks import ledger_summary
 
                 ok, line, fix = ledger_summary(ledger)
                 typer.echo(f"ledger: {line}" if ok else f"warning: ledger: {line}\n  fix: {fix}")

@@ -108,12 +108,11 @@ def register(app: typer.Typer) -> None:
     def use(name: str) -> None:
         """Make NAME the active preset (a running proxy follows within a second)."""
         from switch.errors import SwitchError
-        from switch.routing.presets import load_preset, set_active
+        from switch.routing.presets import use_preset
 
         try:
-            preset = load_preset(name, _providers())
+            preset = use_preset(name, _providers())
         except SwitchError as exc:
             typer.echo(f"switch: {exc.message}", err=True)
             raise typer.Exit(2) from exc
-        set_active(preset.name)
         typer.echo(f"Active preset: {preset.name} — {preset.description}")

@@ -239,6 +239,13 @@ def set_active(name: str) -> None:
     os.replace(temporary, target)
 
 
+def use_preset(name: str, providers: set[str]) -> Preset:
+    """Validate the preset called `name` and make it active (what `switch use` and the dashboard do)."""
+    preset = load_preset(name, providers)
+    set_active(preset.name)
+    return preset
+
+
 class PresetManager:
     """Holds the active preset and reloads it when its files change, keeping the last good one."""
 
@@ -286,4 +293,4 @@ class PresetManager:
         return self.active is not before
 
 
-__all__ = ["HARNESSES", "Preset", "PresetManager", "TargetOptions", "load_preset", "set_active"]
+__all__ = ["HARNESSES", "Preset", "PresetManager", "TargetOptions", "load_preset", "set_active", "use_preset"]

@@ -14,7 +14,9 @@ from textual.widgets import DataTable, Select, Static
 from switch.routing.presets import active_name
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows
 from ui import format as fmt
-from ui.app import EMPTY_HELP, make_app
+from ui.app import make_app
+from ui.panes.calls import CallsPane
+from ui.panes.overview import EMPTY_HELP
 from ui.screens.detail import CallDetail
 
 ROWS = 300
@@ -114,7 +116,7 @@ async def test_sessions_enter_filters_calls(ledger: Path) -> None:
         await settle(app, pilot)
         calls = app.query_one("#calls-table", DataTable)
         assert 0 < calls.row_count <= 40
-        assert app.filters.session is not None
+        assert app.query_one(CallsPane).filters.session is not None
 
 
 async def test_switching_preset_from_dashboard_writes_active_preset(ledger: Path) -> None:
@@ -196,6 +198,18 @@ def screen_text(app: Any) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
+async def shown_eventually(app: Any, pilot: Any, text: str, timeout: float = 20.0) -> str:
+    """The screen once it shows `text` (toasts are drawn a refresh after they are raised)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    shown = screen_text(app)
+    while text not in shown and time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        shown = screen_text(app)
+    return shown
+
+
 async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isolated_home: Path) -> None:
     from switch.ledger.db import open_for_writing
     from switch.ledger.rollups import UPSERT_ROLLUP, rollup_deltas
@@ -243,7 +257,7 @@ async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isola
         )
         await pilot.press("enter")  # filters the calls by that session, with a notification naming it
         await settle(app, pilot)
-        assert app.filters.session == "[/v1/chat]s"
+        assert app.query_one(CallsPane).filters.session == "[/v1/chat]s"
         await pilot.press("p")
         await settle(app, pilot)
         shown = screen_text(app)
@@ -252,3 +266,54 @@ async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isola
         for _ in range(3):  # several refreshes of every text
             await pilot.pause(0.15)
             await settle(app, pilot)
+
+
+async def test_an_unreadable_ledger_is_reported_once_and_presets_still_work(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ui.app import SwitchDashboard
+
+    monkeypatch.setattr(SwitchDashboard, "NOTIFICATION_TIMEOUT", 600)  # the toast outlives a slow machine
+    (isolated_home / "config.toml").write_text("[server]\nport = 9\n")
+    path = isolated_home / "ledger.db"
+    path.write_bytes(b"not a database, just bytes " * 512)
+    app = make_app(path, clock=lambda: FROZEN_NOW, poll=3600)
+    async with app.run_test(size=(200, 60), notifications=True) as pilot:
+        await settle(app, pilot)
+        for _ in range(3):  # every poll fails the same way
+            app.refresh_data()
+            await settle(app, pilot)
+        problem = "Could not read the ledger: file is not a database"
+        await shown_eventually(app, pilot, problem)
+        await settle(app, pilot)
+        assert screen_text(app).count(problem) == 1
+        await pilot.press("p")
+        await settle(app, pilot)
+        table = app.query_one("#presets-table", DataTable)
+        assert "kimi-k3" in [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+        assert "Proxy: not reachable on 127.0.0.1:9" in screen_text(app)
+
+
+async def test_choosing_a_broken_preset_leaves_the_active_one_like_switch_use(
+    ledger: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from switch.routing.presets import set_active
+    from ui.app import SwitchDashboard
+
+    monkeypatch.setattr(SwitchDashboard, "NOTIFICATION_TIMEOUT", 600)
+    (isolated_home / "presets").mkdir()
+    (isolated_home / "presets" / "broken.toml").write_text('[default]\norchestrator = "nowhere/model"\n')
+    set_active("kimi-k3")
+    app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+        table = app.query_one("#presets-table", DataTable)
+        names = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+        table.focus()
+        table.move_cursor(row=names.index("broken"))
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert active_name() == "kimi-k3"
+        assert "Preset not changed" in await shown_eventually(app, pilot, "Preset not changed")
+        assert table.get_row_at(names.index("kimi-k3"))[0] == "●"

@@ -1,0 +1,389 @@
+"""What `switch doctor` checks and the dashboard's health pane shows: config, presets, keys, the proxy, wiring.
+
+Plain functions returning plain values (no typer, no Textual), so the CLI and the UI share one source
+of truth. Heavy or side-effecting modules (keys, daemon, wiring) are imported where they are used.
+Key values never leave this module: results name where a key comes from, never the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from switch.config import Settings
+    from switch.routing.presets import Preset
+
+
+class Check(TypedDict):
+    """One finding: `fix` names the command or edit that resolves a failed check."""
+
+    check: str
+    ok: bool
+    detail: str
+    fix: str | None
+
+
+@dataclass(frozen=True)
+class PresetStatus:
+    """One preset as the dashboard lists it: loaded, or the reason it cannot be."""
+
+    name: str
+    description: str
+    active: bool
+    problem: str | None
+    preset: Preset | None
+
+
+@dataclass(frozen=True)
+class ProxyState:
+    """What answers `/healthz` on this home's proxy port (None: nothing does)."""
+
+    port: int
+    health: dict[str, Any] | None
+
+    @property
+    def ours(self) -> bool:
+        """Whether the answering proxy serves this SWITCH_HOME."""
+        from switch import daemon
+
+        return self.health is not None and daemon.is_ours(self.health)
+
+    @property
+    def holder(self) -> str:
+        """Who holds the port when it is another home's proxy, in words."""
+        from switch import daemon
+
+        return daemon.describe_other(self.health or {})
+
+    @property
+    def uptime_s(self) -> float:
+        """How long the proxy has been up, as it reports."""
+        return float((self.health or {}).get("uptime_s") or 0)
+
+
+def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> Check:
+    return {"check": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
+
+
+def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
+    """(ok, one line, the fix) for the `ledger` part of a running proxy's /healthz."""
+    cause = f" (last error: {ledger['last_error']})" if ledger.get("last_error") else ""
+    if not ledger.get("writer_alive", True):
+        return (
+            False,
+            f"writer stopped{cause}; the next call restarts it",
+            "if this repeats, see the proxy log (switch status shows where) and restart: switch down && switch up",
+        )
+    if ledger.get("unsaved"):
+        return (
+            False,
+            f"{ledger['unsaved']} calls held only in memory: neither ledger.db nor its spill file "
+            f"can be written{cause}",
+            "free disk space under SWITCH_HOME (they are written once possible; stopping the proxy now loses them)",
+        )
+    if ledger.get("spill_bytes"):
+        return (
+            False,
+            f"{ledger.get('spilled_rows', 0)} rows ({ledger['spill_bytes']} bytes) wait in the spill file: "
+            f"ledger.db is not writable{cause}",
+            "close what holds ledger.db (another program or a second switch) and check free disk space; "
+            "the rows are replayed on their own",
+        )
+    return True, f"writer alive, {ledger.get('queued', 0)} queued, nothing spilled", None
+
+
+def config_check() -> tuple[Settings | None, Check]:
+    """The loaded settings (None when config.toml is invalid) and the finding about them."""
+    from switch.config import load_settings
+    from switch.errors import SwitchError
+
+    try:
+        settings = load_settings()
+    except SwitchError as exc:
+        return None, _check("config", False, exc.message, "fix the key named above in config.toml")
+    return settings, _check("config", True, "config.toml is valid")
+
+
+def preset_statuses(settings: Settings) -> list[PresetStatus]:
+    """Every preset (shipped and the user's), each loaded and validated, marking the active one."""
+    from switch.errors import SwitchError
+    from switch.routing.presets import active_name, load_preset, preset_files
+
+    providers = set(settings.providers)
+    active = active_name()
+    statuses: list[PresetStatus] = []
+    for name in preset_files():
+        try:
+            preset = load_preset(name, providers)
+        except SwitchError as exc:
+            statuses.append(PresetStatus(name, "", name == active, exc.message, None))
+            continue
+        statuses.append(PresetStatus(name, preset.description, name == active, None, preset))
+    return statuses
+
+
+def key_sources(settings: Settings) -> dict[str, str | None]:
+    """Where each configured provider's usable key comes from (`env:NAME`, `keyring`, `file`), or None."""
+    from switch import keys
+
+    return keys.sources({name: provider.api_key_env for name, provider in settings.providers.items()})
+
+
+def _key_checks(settings: Settings, used: list[str]) -> list[Check]:
+    from switch import keys
+
+    results: list[Check] = []
+    try:
+        keys.read_file()
+    except keys.KeysFileError as exc:
+        results.append(
+            _check("keys-file", False, exc.message, f"fix or delete {keys.file_store_path()}, then `switch keys set`")
+        )
+    found = keys.find_all({p: (settings.providers[p].api_key_env if p in settings.providers else None) for p in used})
+    for provider in used:
+        configured = settings.providers.get(provider)
+        env_var = configured.api_key_env if configured else None
+        entry = found[provider]
+        fix = f"export {env_var}=... or run `switch keys set {provider}`" if env_var else f"switch keys set {provider}"
+        if entry.problem is not None:
+            detail = entry.problem
+        elif entry.key:
+            detail = f"{provider} key from {entry.source}"
+        else:
+            detail = f"no key for {provider}, which the active routes use"
+        results.append(_check(f"key:{provider}", bool(entry.key), detail, fix))
+    return results
+
+
+def probe_proxy(port: int, timeout: float = 0.5) -> ProxyState:
+    """Ask `/healthz` on 127.0.0.1:`port`."""
+    from switch import daemon
+
+    return ProxyState(port, daemon.healthy(port, timeout=timeout))
+
+
+def proxy_state(settings: Settings, timeout: float = 0.5) -> ProxyState:
+    """This home's proxy: the port of its running record, else the configured one, and what answers there."""
+    from switch import daemon
+
+    return probe_proxy(daemon.proxy_port(settings.server.port), timeout)
+
+
+def proxy_check(state: ProxyState) -> Check:
+    """Whether this home's proxy answers, and the fix when another home's proxy holds the port."""
+    from switch import daemon
+
+    if state.health is not None and not state.ours:
+        return _check(
+            "proxy",
+            False,
+            f"port {state.port} is held by {state.holder}, not by this home's proxy",
+            f"switch up --port {daemon.free_port()} (or set [server] port in config.toml)",
+        )
+    answering = state.health is not None
+    return _check(
+        "proxy",
+        answering,
+        f"proxy answers on 127.0.0.1:{state.port}" if answering else f"nothing answers on 127.0.0.1:{state.port}",
+        "switch up",
+    )
+
+
+def diagnose(probe: bool = False) -> list[Check]:
+    """Run every check; each failed one carries its fix."""
+    from switch import wiring
+    from switch.config import NATIVE
+    from switch.errors import SwitchError
+    from switch.routing.presets import PresetManager, active_name, load_preset
+
+    settings, config = config_check()
+    if settings is None:
+        return [config]
+    results: list[Check] = [config]
+    providers = set(settings.providers)
+    name = active_name()
+    preset = None
+    if name is None:
+        results.append(_check("preset", True, f"no preset chosen: every call goes to {settings.defaults.model}"))
+        preset = PresetManager(providers, settings.defaults.model).active
+    else:
+        try:
+            preset = load_preset(name, providers)
+            results.append(_check("preset", True, f"active preset '{name}' is valid"))
+        except SwitchError as exc:
+            results.append(_check("preset", False, exc.message, "fix the file, or `switch use kimi-k3`"))
+    targets: set[str] = set()
+    if preset is not None:
+        for harness in preset.sections:
+            for role in ("orchestrator", "subagent", "background"):
+                targets.update(preset.chain(harness, role))
+    results.extend(_key_checks(settings, sorted({t.split("/", 1)[0] for t in targets if t != NATIVE})))
+    state = proxy_state(settings)
+    results.append(proxy_check(state))
+    if state.health is not None and isinstance(state.health.get("ledger"), dict):
+        results.append(_check("ledger", *ledger_summary(state.health["ledger"])))
+    for harness in ("claude", "codex", "langchain"):
+        wired = wiring.state(harness)
+        results.append(
+            _check(
+                f"wiring:{harness}",
+                wired != "stale",
+                f"{harness} wiring is {wired}",
+                f"switch {harness} off && switch {harness} on",
+            )
+        )
+    if preset is not None:
+        results.extend(_forced_role_checks(preset))
+    for variable in ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"):
+        if os.environ.get(variable):
+            results.append(
+                _check(
+                    f"env:{variable}",
+                    False,
+                    f"{variable} is set in your shell and overrides the "
+                    "model Claude Code asks for (routing by role may not see what you expect)",
+                    f"unset {variable}",
+                )
+            )
+    base = os.environ.get("ANTHROPIC_BASE_URL")
+    if base and not base.startswith(wiring.proxy_url(state.port)):
+        results.append(
+            _check(
+                "env:ANTHROPIC_BASE_URL",
+                False,
+                f"ANTHROPIC_BASE_URL={base} bypasses switch",
+                f"export ANTHROPIC_BASE_URL={wiring.proxy_url(state.port)}",
+            )
+        )
+    if probe:
+        results.extend(_probe(settings, targets))
+    return results
+
+
+def _wired_models() -> list[tuple[str, str, Path, str, str]]:
+    """(harness, preset section, file, setting, model) for each model name a harness config file sets."""
+    from switch import wiring
+
+    found: list[tuple[str, str, Path, str, str]] = []
+    path = wiring.deepagents_config_path()
+    models = _toml_table(path).get("models")
+    if isinstance(models, dict):
+        for key in ("default", "recent"):
+            if isinstance(models.get(key), str):
+                found.append(("langchain", "langchain", path, f"[models] {key}", models[key]))
+    path = wiring.codex_config_path()
+    codex = _toml_table(path)
+    if isinstance(codex.get("model"), str):
+        found.append(("codex", "codex", path, "model", codex["model"]))
+    profiles = codex.get("profiles")
+    for name, profile in profiles.items() if isinstance(profiles, dict) else []:
+        if isinstance(profile, dict) and isinstance(profile.get("model"), str):
+            found.append(("codex", "codex", path, f"[profiles.{name}] model", profile["model"]))
+    path = wiring.claude_settings_path()
+    claude = _json_object(path)
+    env = claude.get("env")
+    for key, value in (("model", claude.get("model")), ("env.ANTHROPIC_MODEL", (env or {}).get("ANTHROPIC_MODEL"))):
+        if isinstance(value, str):
+            found.append(("claude", "claude-code", path, key, value))
+    return found
+
+
+def _toml_table(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}  # missing or broken: the wiring check speaks for a broken file switch wrote
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        parsed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _forced_role_checks(preset: Preset) -> list[Check]:
+    """A harness config naming a role-forcing model while the preset splits that harness's roles."""
+    from switch.routing.classify import ROLES, forced_role
+    from switch.wiring import DEEPAGENTS_MODEL
+
+    findings: dict[str, list[str]] = {}
+    fixes: dict[str, list[str]] = {}
+    for harness, section, path, setting, model in _wired_models():
+        # deepagents names models `provider:model`; the proxy sees only the part after the colon.
+        role = forced_role(model.split(":", 1)[-1] if harness == "langchain" else model)
+        chains = {other: preset.chain(section, other) for other in ROLES}
+        if role is None or len(set(chains.values())) == 1:
+            continue
+        missed = " and ".join(other for other in ROLES if chains[other] != chains[role])
+        findings.setdefault(harness, []).append(
+            f'{path} sets {setting} = "{model}": every {harness} call goes to the {role} route '
+            f"({chains[role][0]}), though preset '{preset.name}' sends {missed} calls elsewhere"
+        )
+        fixes.setdefault(harness, []).append(
+            {
+                "langchain": f'set {setting} = "{DEEPAGENTS_MODEL}" in {path}',
+                "codex": f'set {setting} = "gpt-5.5" (any Codex model name but switch/<role>) in {path}',
+                "claude": f'set "{setting}" to a Claude model name such as "sonnet" (or remove it) in {path}',
+            }[harness]
+        )
+    results: list[Check] = []
+    for harness, details in findings.items():
+        fix = "; ".join(fixes[harness])
+        if harness == "langchain":
+            fix = f"start `dcode -M {DEEPAGENTS_MODEL}`, or {fix}"
+        results.append(_check(f"model:{harness}", False, "; ".join(details), fix))
+    return results
+
+
+def _probe(settings: Settings, targets: set[str]) -> list[Check]:
+    import httpx
+
+    from switch import keys
+    from switch.config import NATIVE
+    from switch.errors import SwitchError
+    from switch.routing.resolve import resolve_target
+
+    results: list[Check] = []
+    for reference in sorted(targets - {NATIVE}):
+        target = resolve_target(settings, reference)
+        try:
+            key, _source = keys.lookup(target.provider, target.api_key_env)
+        except SwitchError:
+            continue  # reported by the key checks
+        if key is None:
+            continue
+        if target.api == "anthropic":
+            url, headers = target.base_url + "/v1/messages", {"x-api-key": key, "anthropic-version": "2023-06-01"}
+            body: dict[str, Any] = {
+                "model": target.model,
+                "max_tokens": 1,
+                "messages": [{"role": "user", "content": "ping"}],
+            }
+        elif target.api == "openai-responses":
+            url, headers = target.base_url + "/responses", {"authorization": f"Bearer {key}"}
+            body = {"model": target.model, "input": "ping", "max_output_tokens": 16}
+        else:
+            url, headers = target.base_url + "/chat/completions", {"authorization": f"Bearer {key}"}
+            body = {
+                "model": target.model,
+                "messages": [{"role": "user", "content": "ping"}],
+                "max_completion_tokens": 1,
+            }
+        try:
+            response = httpx.post(url, json=body, headers=headers, timeout=20, trust_env=False)
+            ok = response.status_code < 400
+            detail = f"{reference}: HTTP {response.status_code}"
+            if not ok:
+                detail += " " + response.text[:160].replace(key, "***")
+        except httpx.HTTPError as exc:
+            ok, detail = False, f"{reference}: {type(exc).__name__}"
+        results.append(_check(f"probe:{reference}", ok, detail, "check the key, the model name and the base_url"))
+    return results

@@ -1,0 +1,174 @@
+"""The Presets & health tab: presets (Enter makes one active), the active routes, proxy, keys, recent problems.
+
+Config, presets, keys and the proxy are read through `switch.checks`, the checks `switch doctor` runs;
+the key sources named there never include a key.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from switch import checks
+from switch.ledger import queries
+
+from .. import format as fmt
+from ..data import Ledger
+from .base import LedgerPane
+
+
+@dataclass(frozen=True)
+class HealthInfo:
+    """What the Presets & health tab shows."""
+
+    presets: list[checks.PresetStatus]
+    routes: Text
+    keys: dict[str, str | None]
+    proxy: str
+    problems: list[dict[str, Any]]
+
+
+def proxy_status(state: checks.ProxyState) -> str:
+    """This home's proxy in one line: running (and for how long), or why it is not."""
+    if state.health is None:
+        return f"not reachable on 127.0.0.1:{state.port} (start it with `switch serve`)"
+    if not state.ours:
+        return f"not running for this home: port {state.port} is held by {state.holder}"
+    return f"running on 127.0.0.1:{state.port} (up {fmt.ms(state.uptime_s * 1000)})"
+
+
+def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Text:
+    """Each harness's route per role under the active preset."""
+    for status in statuses:
+        if status.active and status.preset is not None:
+            preset = status.preset
+            lines = [fmt.labelled(preset.name, preset.description)]
+            for harness in preset.sections:
+                chains = ", ".join(
+                    f"{role} → {' → '.join(preset.chain(harness, role))}"
+                    for role in ("orchestrator", "subagent", "background")
+                )
+                lines.append(fmt.plain(f"  {harness}: {chains}"))
+            return Text("\n").join(lines)
+    return fmt.plain(f"No preset chosen: every call goes to {default_model}.")
+
+
+def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
+    """Gather the tab's contents around the ledger's recent `problems` (blocking: run it off the UI thread)."""
+    settings, config = checks.config_check()
+    if settings is None:
+        return HealthInfo([], fmt.plain(f"config.toml is invalid: {config['detail']}"), {}, "unknown", [])
+    statuses = checks.preset_statuses(settings)
+    return HealthInfo(
+        statuses,
+        active_routes(statuses, settings.defaults.model),
+        checks.key_sources(settings),
+        proxy_status(checks.proxy_state(settings, timeout=0.3)),
+        problems,
+    )
+
+
+class HealthPane(LedgerPane):
+    """Presets and what is wrong; Enter on a preset makes it active, as `switch use` does."""
+
+    class Loaded(Message):
+        """Presets, routes, keys, proxy and recent problems were gathered."""
+
+        bubble = False
+
+        def __init__(self, info: HealthInfo) -> None:
+            super().__init__()
+            self.info = info
+
+    def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
+        super().__init__("Presets & health", ledger, clock, pane_id="presets")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield DataTable(id="presets-table", cursor_type="row")
+            with VerticalScroll(id="health-side"):
+                yield Static(id="routes")
+                yield Static(id="health")
+
+    def on_mount(self) -> None:
+        self.query_one("#presets-table", DataTable).add_columns("", "preset", "description")
+
+    def reload(self, range_key: str) -> None:
+        """Gather presets and health (they do not depend on the time range)."""
+        self._load()
+
+    @work(thread=True, exclusive=True, group="health")
+    def _load(self) -> None:
+        problems: list[dict[str, Any]] = []
+        try:
+            connection = self.ledger.get()
+            if connection is not None:
+                problems = queries.recent_problems(connection)
+        except sqlite3.Error as exc:
+            # Presets, keys and the proxy matter most when the ledger cannot be read: show them anyway.
+            self.post_message(self.ReadFailed(str(exc)))
+        self.post_message(self.Loaded(read_health(problems)))
+
+    @on(Loaded)
+    def _show(self, message: Loaded) -> None:
+        info = message.info
+        table = self.query_one("#presets-table", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for status in info.presets:
+            table.add_row(
+                "●" if status.active else "",
+                fmt.plain(status.name),
+                fmt.plain(status.problem or status.description),
+                key=status.name,
+            )
+        if info.presets and cursor >= 0:
+            table.move_cursor(row=min(cursor, len(info.presets) - 1), scroll=False)
+        self.query_one("#routes", Static).update(
+            Text.assemble(info.routes, ("\n\nEnter on a preset makes it active.", "dim"))
+        )
+        keys = "\n".join(f"  {name}: {source or 'no key'}" for name, source in sorted(info.keys.items()))
+        problems = (
+            "\n".join(f"  {row['outcome']} {row['served_model']} {row['error'] or ''}"[:100] for row in info.problems)
+            or "  none"
+        )
+        self.query_one("#health", Static).update(
+            Text.assemble(
+                ("Proxy", "bold"),
+                ": ",
+                fmt.plain(info.proxy),
+                "\n",
+                ("Keys", "bold"),
+                ":\n",
+                fmt.plain(keys),
+                "\n",
+                ("Recent errors and fallbacks", "bold"),
+                ":\n",
+                fmt.plain(problems),
+            )
+        )
+
+    @on(DataTable.RowSelected, "#presets-table")
+    def _use(self, event: DataTable.RowSelected) -> None:
+        from switch.config import load_settings
+        from switch.errors import SwitchError
+        from switch.routing.presets import use_preset
+
+        if event.row_key.value is None:
+            return
+        try:
+            preset = use_preset(event.row_key.value, set(load_settings().providers))
+        except SwitchError as exc:
+            self.notify(exc.message, title="Preset not changed", severity="error", markup=False)
+            return
+        self.notify(f"Active preset: {preset.name}", markup=False)
+        self._load()

@@ -1,0 +1,142 @@
+"""The Overview tab: spend, native estimate, savings, calls and speed cards, a spend chart, four breakdowns."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from .. import format as fmt
+from ..data import RANGES, Ledger, Overview, load_overview
+from ..widgets.spend_chart import SpendChart
+from .base import LedgerPane
+
+EMPTY_HELP = (
+    "No calls recorded yet.\n\n"
+    "1. Start the proxy:        switch serve\n"
+    "2. Point a harness at it:  ANTHROPIC_BASE_URL=http://127.0.0.1:8742 claude\n"
+    "   (or: switch claude on / switch codex on / switch langchain env)\n"
+    "3. Choose who does what:   switch use hybrid\n\n"
+    "Calls appear here as they happen."
+)
+BREAKDOWNS = (
+    ("by-model", "served model"),
+    ("by-role", "role"),
+    ("by-harness", "harness"),
+    ("by-mapping", "requested → served"),
+)
+RANGE_LABELS = dict(RANGES)
+
+
+class OverviewPane(LedgerPane):
+    """Totals and breakdowns for the chosen time range."""
+
+    class Loaded(Message):
+        """The overview of `range_key` was read; None when nothing has been recorded yet."""
+
+        bubble = False
+
+        def __init__(self, overview: Overview | None, range_key: str) -> None:
+            super().__init__()
+            self.overview = overview
+            self.range_key = range_key
+
+    def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
+        super().__init__("Overview", ledger, clock, pane_id="overview")
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(id="empty", classes="help")
+            yield Static(id="range")
+            with Horizontal(id="cards"):
+                for card in ("spend", "native", "saved", "calls", "speed"):
+                    yield Static(id=f"card-{card}", classes="card")
+            yield SpendChart(id="chart")
+            for pair in (BREAKDOWNS[:2], BREAKDOWNS[2:]):
+                with Horizontal(classes="breakdowns"):
+                    for table_id, _label in pair:
+                        yield DataTable(id=table_id, classes="breakdown", cursor_type="row")
+
+    def on_mount(self) -> None:
+        for table_id, label in BREAKDOWNS:
+            table = self.query_one(f"#{table_id}", DataTable)
+            table.add_columns(label, "spend", "native", "saved", "calls", "cache hit", "cache saved")
+
+    def reload(self, range_key: str) -> None:
+        """Read the overview of `range_key`."""
+        self._load(range_key)
+
+    @work(thread=True, exclusive=True, group="overview")
+    def _load(self, range_key: str) -> None:
+        try:
+            connection = self.ledger.get()
+            overview = None if connection is None else load_overview(connection, range_key, self.clock())
+        except sqlite3.Error as exc:
+            self.post_message(self.ReadFailed(str(exc)))
+            return
+        self.post_message(self.Loaded(overview, range_key))
+
+    @on(Loaded)
+    def _show(self, message: Loaded) -> None:
+        empty = self.query_one("#empty", Static)
+        if message.overview is None:
+            empty.update(EMPTY_HELP)
+            empty.display = True
+            return
+        overview = message.overview
+        label = RANGE_LABELS[message.range_key]
+        totals = overview.totals
+        empty.display = not totals
+        if not totals:
+            empty.update(f"No calls in this range ({label.lower()}). Press r to widen it.")
+        unpriced = totals.get("unpriced") or 0
+        note = f" · [b]{unpriced}[/b] unpriced calls (not counted as $0)" if unpriced else ""
+        self.query_one("#range", Static).update(f"[b]{label}[/b] (r: change range){note}")
+        self._show_cards(totals, unpriced)
+        size = self.app.size
+        chart_rows = max(3, min(12, size.height - 18))
+        self.query_one("#chart", SpendChart).show(overview.series, overview.bucket_seconds, size.width, chart_rows)
+        for table_id, rows in (
+            ("by-model", overview.by_model),
+            ("by-role", overview.by_role),
+            ("by-harness", overview.by_harness),
+            ("by-mapping", overview.by_mapping),
+        ):
+            table = self.query_one(f"#{table_id}", DataTable)
+            table.clear()
+            for row in rows:
+                spent = fmt.money(row["spend_micros"]) + (f" +{row['unpriced']}?" if row["unpriced"] else "")
+                table.add_row(
+                    fmt.plain(row["grp"]),
+                    spent,
+                    fmt.money(row["native_micros"]),
+                    fmt.money(row["savings_micros"]),
+                    fmt.count(row["calls"]),
+                    fmt.pct(row["cache_hit_rate"]),
+                    fmt.money(row["cache_savings_micros"]),
+                )
+
+    def _show_cards(self, totals: dict[str, Any], unpriced: int) -> None:
+        spend = fmt.money(totals.get("spend_micros")) if totals else "$0.0000"
+        self.query_one("#card-spend", Static).update(f"Spend{'*' if unpriced else ''}\n[b]{spend}[/b]")
+        native = fmt.money(totals.get("native_micros")) if totals else "-"
+        self.query_one("#card-native", Static).update(f"Native est.\n[b]{native}[/b]")
+        saved = fmt.money(totals.get("savings_micros")) if totals else "-"
+        cache_hit = fmt.pct(totals.get("cache_hit_rate"))
+        self.query_one("#card-saved", Static).update(
+            f"Saved {fmt.pct(totals.get('savings_pct'))}\n[b]{saved}[/b] · cache hit {cache_hit}"
+        )
+        self.query_one("#card-calls", Static).update(
+            f"Calls [b]{fmt.count(totals.get('calls'))}[/b]\n{fmt.count(totals.get('errors'))} err"
+            f" · {fmt.count(totals.get('fallbacks'))} fb"
+        )
+        self.query_one("#card-speed", Static).update(
+            f"TTFT [b]{fmt.ms(totals.get('median_ttft_ms'))}[/b]\n"
+            f"[b]{fmt.rate(totals.get('median_output_tps'))}[/b] out"
+        )
