@@ -24,9 +24,9 @@ from switch.ledger.record import RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.request import request_to_ir as anthropic_request_to_ir
 from switch.protocols.tokens import estimate_input_tokens
-from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id
+from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
 from switch.proxy.guard import Guard
-from switch.proxy.relay import Relay, _parse_json
+from switch.proxy.relay import Relay
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.classify import ROLES
 from switch.routing.presets import PresetManager
@@ -89,7 +89,7 @@ def create_app(
 
     async def count_tokens(exchange: Exchange) -> None:
         try:
-            body = _parse_json(await exchange.read_body(settings.server.max_body_bytes))
+            body = parse_json_body(await exchange.read_body(settings.server.max_body_bytes))
             if isinstance(body, dict):
                 # count_tokens takes no max_tokens; whatever the client sent there is irrelevant.
                 body = {**body, "max_tokens": 1}
