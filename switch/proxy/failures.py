@@ -18,8 +18,8 @@ from switch.protocols.ir import ProtocolError, RequestFormatError, Usage
 from switch.protocols.ir import UpstreamFormatError as IrUpstreamFormatError
 from switch.proxy.adapters import InboundApi
 from switch.proxy.exchange import Exchange
+from switch.proxy.http1 import UpstreamResponse
 from switch.proxy.meter import Meter
-from switch.proxy.upstream import UpstreamResponse
 
 log = logging.getLogger("switch.relay")
 

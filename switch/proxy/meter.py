@@ -41,11 +41,6 @@ class Meter:
     preset: str = "default"
     recorded: bool = False
 
-    def first_token(self) -> None:
-        """Mark the first token's time, unless already marked."""
-        if self.first_token_at is None:
-            self.first_token_at = time.perf_counter()
-
     def estimate_usage(self, output_chars: int = 0) -> None:
         """Usage when the upstream never reported it: the prompt was paid for all the same."""
         self.usage = Usage(input_tokens=max(1, len(self.exchange.body) // 4), output_tokens=output_chars // 4)

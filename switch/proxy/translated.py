@@ -54,8 +54,9 @@ from switch.proxy.failures import (
     transport_failure,
     unreadable,
 )
+from switch.proxy.http1 import UpstreamResponse
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
-from switch.proxy.upstream import UpstreamPool, UpstreamResponse
+from switch.proxy.upstream import UpstreamPool
 from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")
