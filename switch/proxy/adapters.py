@@ -4,6 +4,7 @@ API we call. The relay itself is written once against these two shapes.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,10 @@ from switch.protocols.openai_responses import outbound as responses_outbound
 from switch.protocols.openai_responses import stream as responses_stream
 from switch.protocols.tools import ToolIndex
 from switch.proxy.exchange import new_id
+from switch.proxy.sniffers import AnthropicSniffer, ChatSniffer, ResponsesSniffer, UsageSniffer
 from switch.routing.resolve import Target
+
+log = logging.getLogger("switch.relay")
 
 Headers = list[tuple[bytes, bytes]]
 ReasoningLookup = Callable[[str], str | None]
@@ -80,6 +84,16 @@ class InboundApi:
     new_encoder: Callable[[Request, int, str], ClientEncoder]
     usage_to_ir: Callable[[dict[str, Any]], Usage]
     stream_headers: Headers
+    new_sniffer: Callable[[bool, bool], UsageSniffer]
+    """A usage reader for a pass-through response: (is the body a stream, strip a usage-only chunk)."""
+    metered_body: Callable[[dict[str, Any]], bytes | None]
+    """The body to pass through instead of the client's so a stream reports usage; None to send it as is."""
+    error_event: Callable[[int, str], bytes]
+    """An in-band error event, for a pass-through stream switch cuts short."""
+    error_message: Callable[[bytes], str]
+    """The message in an error body of this API, as a native upstream sends it."""
+    stores_responses: bool = False
+    """Whether answers are kept for a later call's `previous_response_id`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +140,14 @@ def _anthropic_encoder(request: Request, input_estimate: int, response_id: str) 
     return anthropic_stream.StreamEncoder(response_id, request.model, input_estimate)
 
 
+def _anthropic_sniffer(is_sse: bool, strip_usage: bool) -> UsageSniffer:
+    return AnthropicSniffer(is_sse)
+
+
+def _as_sent(body: dict[str, Any]) -> bytes | None:
+    return None
+
+
 ANTHROPIC_INBOUND = InboundApi(
     name="anthropic",
     id_prefix="msg_",
@@ -136,6 +158,10 @@ ANTHROPIC_INBOUND = InboundApi(
     new_encoder=_anthropic_encoder,
     usage_to_ir=anthropic_outbound.usage_to_ir,
     stream_headers=_SSE,
+    new_sniffer=_anthropic_sniffer,
+    metered_body=_as_sent,
+    error_event=anthropic_errors.error_event,
+    error_message=openai_errors.message_of,
 )
 
 
@@ -170,6 +196,38 @@ def _responses_encoder(request: Request, input_estimate: int, response_id: str) 
     return responses_stream.StreamEncoder(response_id, request, _item_id, _now())
 
 
+def _chat_sniffer(is_sse: bool, strip_usage: bool) -> UsageSniffer:
+    return ChatSniffer(chat_outbound.usage_to_ir, is_sse, strip_usage)
+
+
+def _responses_sniffer(is_sse: bool, strip_usage: bool) -> UsageSniffer:
+    return ResponsesSniffer(responses_outbound.usage_to_ir, is_sse)
+
+
+def _chat_metered_body(body: dict[str, Any]) -> bytes | None:
+    # A chat stream reports usage only when asked: ask for it so the call can be metered (the
+    # sniffer hides the usage chunk from a client that did not ask for it).
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        return None
+    included = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+    try:
+        return orjson.dumps({**body, "stream_options": included})
+    except orjson.JSONEncodeError:
+        # Nested deeper than the encoder goes: send the body as it came, unmetered.
+        log.debug("chat body too deep to re-encode; passed through without the usage request")
+        return None
+
+
+def _chat_error_event(status: int, message: str) -> bytes:
+    return b"data: " + openai_errors.error_body(status, message) + b"\n\n"
+
+
+def _responses_error_event(status: int, message: str) -> bytes:
+    event = {"type": "error", "code": "server_error", "message": message, "param": None}
+    return b"event: error\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
 CHAT_INBOUND = InboundApi(
     name="openai-chat",
     id_prefix="chatcmpl-",
@@ -180,6 +238,10 @@ CHAT_INBOUND = InboundApi(
     new_encoder=_chat_encoder,
     usage_to_ir=chat_outbound.usage_to_ir,
     stream_headers=_SSE,
+    new_sniffer=_chat_sniffer,
+    metered_body=_chat_metered_body,
+    error_event=_chat_error_event,
+    error_message=openai_errors.message_of,
 )
 
 RESPONSES_INBOUND = InboundApi(
@@ -192,6 +254,11 @@ RESPONSES_INBOUND = InboundApi(
     new_encoder=_responses_encoder,
     usage_to_ir=responses_outbound.usage_to_ir,
     stream_headers=_SSE,
+    new_sniffer=_responses_sniffer,
+    metered_body=_as_sent,
+    error_event=_responses_error_event,
+    error_message=openai_errors.message_of,
+    stores_responses=True,
 )
 
 

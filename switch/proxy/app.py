@@ -25,9 +25,9 @@ from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
 from switch.protocols.ir import RequestFormatError
 from switch.protocols.tokens import estimate_input_tokens
-from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id
+from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
 from switch.proxy.guard import Guard
-from switch.proxy.relay import Relay, _parse_json
+from switch.proxy.relay import Relay
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.classify import ROLES
 from switch.routing.presets import PresetManager
@@ -90,7 +90,7 @@ def create_app(
 
     async def count_tokens(exchange: Exchange) -> None:
         try:
-            body = _parse_json(await exchange.read_body(settings.server.max_body_bytes))
+            body = parse_json_body(await exchange.read_body(settings.server.max_body_bytes))
             if isinstance(body, dict):
                 # count_tokens takes no max_tokens; whatever the client sent there is irrelevant.
                 body = {**body, "max_tokens": 1}

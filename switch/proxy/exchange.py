@@ -12,6 +12,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import orjson
+
 from switch.errors import ClientRequestError
 
 Scope = MutableMapping[str, Any]
@@ -25,6 +27,16 @@ _ids = random.Random()
 def new_id(prefix: str) -> str:
     """A unique-enough id for messages and requests (not a secret: no syscall per call)."""
     return prefix + format(_ids.getrandbits(96), "024x")
+
+
+def parse_json_body(raw: bytes) -> Any:
+    """A client body parsed as JSON; a `ClientRequestError` (400) when it is empty or not JSON."""
+    if not raw:
+        raise ClientRequestError("request body is empty; expected a JSON object")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ClientRequestError(f"request body is not valid JSON: {exc.msg}") from exc
 
 
 JSON_HEADERS = [(b"content-type", b"application/json")]

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from switch.protocols.wire import MAX_COUNT
 from switch.proxy.adapters import INBOUND_BY_PATH
-from switch.proxy.relay import UsageSniffer
 from tests.anthropic_grammar import assert_valid_anthropic_stream, parse_events
 from tests.chat_stream_grammar import assert_valid_chat_stream
 from tests.conftest import FAKE_CLIENT_KEY, Proxy
@@ -267,7 +266,7 @@ def test_usage_sniffer_takes_only_well_typed_values_from_any_json(
 ) -> None:
     stream = b"".join(_sse(name, payload) for name, payload in events)
     for is_sse, data in ((True, stream), (False, orjson.dumps(events[0][1]) if events else b"")):
-        sniffer = UsageSniffer(api, is_sse, strip_usage and is_sse)
+        sniffer = api.new_sniffer(is_sse, strip_usage and is_sse)
         forwarded = sniffer.feed(data) + sniffer.flush()
         sniffer.close()
         if not sniffer.strip_usage:

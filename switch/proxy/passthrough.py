@@ -1,0 +1,148 @@
+"""A call served natively: the caller's own API and credentials, its bytes passed through untouched.
+
+Only usage, the stop reason and timings are read on the way, by the inbound API's own sniffer.
+A chat stream is asked for its usage chunk (which the caller does not see unless it asked too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from switch.config import Settings
+from switch.errors import UpstreamError
+from switch.ledger.record import Outcome
+from switch.proxy.adapters import ANTHROPIC_INBOUND
+from switch.proxy.failures import (
+    SHUTTING_DOWN,
+    Attempt,
+    Failure,
+    error_status,
+    fail,
+    silent_failure,
+    status_failure,
+    status_trigger,
+    transport_failure,
+)
+from switch.proxy.upstream import UpstreamPool
+from switch.routing.resolve import Target
+
+_HOP_BY_HOP = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-authorization",
+        "proxy-connection",
+        "accept-encoding",
+    }
+)
+_FORWARDED_RESPONSE_HEADERS = frozenset(
+    {"content-type", "request-id", "retry-after", "x-should-retry", "content-encoding", "x-request-id"}
+)
+
+
+class PassThroughPath:
+    """Serves a call on the caller's own API at its native provider."""
+
+    def __init__(self, settings: Settings, pool: UpstreamPool) -> None:
+        self.settings = settings
+        self.pool = pool
+
+    async def serve(self, attempt: Attempt, target: Target, body: dict[str, Any]) -> Failure | None:
+        """Forward one attempt; `body` is the client's, already parsed. A `Failure` lets the next target serve."""
+        exchange, inbound, meter = attempt.exchange, attempt.inbound, attempt.meter
+        headers = [
+            (name, value)
+            for name, value in exchange.headers.items()
+            if name not in _HOP_BY_HOP and not name.startswith("x-switch-")
+        ]
+        headers.append(("accept-encoding", "identity"))
+        path = exchange.path
+        if target.base_url.endswith("/v1") and path.startswith("/v1/"):
+            path = path[3:]
+        query = exchange.scope.get("query_string", b"").decode("latin-1")
+        url = target.base_url + path + ("?" + query if query else "")
+        sent = exchange.body
+        strip_usage = False
+        if meter.streamed:
+            metered = inbound.metered_body(body)
+            if metered is not None:
+                sent, strip_usage = metered, True
+        ttft_timeout = self.settings.routing.ttft_timeout
+        try:
+            response = await self.pool.request(
+                "POST", url, headers, sent, header_timeout=ttft_timeout if attempt.can_fall_back else None
+            )
+        except UpstreamError as exc:
+            return await fail(attempt, transport_failure(exc, target.provider))
+        if attempt.can_fall_back:
+            trigger = status_trigger(response.status_code)
+            if trigger in attempt.fallback_on:
+                failure = await status_failure(inbound.error_message, response, target.provider, None)
+                response.close()
+                return await fail(attempt, failure)
+            if not await response.wait_body(ttft_timeout):
+                response.close()
+                return await fail(attempt, silent_failure(target.provider))
+        response.decode_content(False)
+        response_headers = [
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in response.headers.items()
+            if name in _FORWARDED_RESPONSE_HEADERS or name.startswith(("anthropic-", "openai-", "x-ratelimit-"))
+        ]
+        sniffer = None
+        if "content-encoding" not in response.headers:
+            is_sse = "text/event-stream" in response.headers.get("content-type", "")
+            sniffer = inbound.new_sniffer(is_sse, strip_usage and is_sse)
+        outcome: Outcome = "completed" if response.status_code < 400 else "upstream_error"
+        task = asyncio.current_task()
+        assert task is not None
+        stop_guard: Callable[[], None] = lambda: None  # noqa: E731
+        try:
+            await exchange.start_stream(response_headers, response.status_code)
+            # The native upstream sends its own pings; only a departed client needs watching.
+            stop_guard = exchange.guard_stream(task, self.settings.server.ping_interval)
+            async for chunk in response.chunks():
+                if meter.first_token_at is None:
+                    meter.first_token_at = time.perf_counter()
+                if sniffer is not None:
+                    chunk = sniffer.feed(chunk)
+                await exchange.send_chunk(chunk)
+            await exchange.end_stream(sniffer.flush() if sniffer is not None else b"")
+        except asyncio.CancelledError:
+            task.uncancel()
+            if exchange.disconnected:
+                outcome = "client_cancelled"
+            else:  # the server is stopping (see `Relay._watched`): end the stream in-band
+                outcome = "incomplete_stream"
+                meter.error = SHUTTING_DOWN
+                in_band = inbound.error_event(503, SHUTTING_DOWN) if sniffer is not None and sniffer.is_sse else b""
+                await exchange.end_stream(in_band)
+        except UpstreamError as exc:
+            _status, outcome = error_status(exc)
+            meter.error = exc.message
+            in_band = b""
+            if sniffer is not None and sniffer.is_sse and inbound.name == ANTHROPIC_INBOUND.name:
+                # Anthropic's SDKs raise on an in-band `error` event: the caller learns why the stream broke.
+                in_band = inbound.error_event(502, exc.message)
+            await exchange.end_stream(in_band)
+        finally:
+            stop_guard()
+            response.close()
+        if sniffer is not None:
+            sniffer.close()
+            meter.usage = sniffer.usage
+            meter.usage_reported = sniffer.usage_seen
+            meter.stop_reason = sniffer.stop_reason
+            if outcome == "completed" and sniffer.is_sse and sniffer.seen_events and not sniffer.ended:
+                outcome = "incomplete_stream"
+        meter.finish(outcome)
+        return None
