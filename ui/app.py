@@ -22,10 +22,11 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TabbedContent, TabPane
 
 from switch.ledger import queries
-from ui import format as fmt
-from ui.data import RANGES, Filters, Ledger, Overview, load_overview, now_seconds, since_of
-from ui.screens.detail import CallDetail
-from ui.widgets.spend_chart import SpendChart
+
+from . import format as fmt
+from .data import RANGES, Filters, Ledger, Overview, load_overview, now_seconds, since_of
+from .screens.detail import CallDetail
+from .widgets.spend_chart import SpendChart
 
 PAGE = 200
 EMPTY_HELP = (

@@ -78,7 +78,7 @@ def test_status_up_down_doctor_and_dashboard_leave_another_homes_proxy_alone(
     assert not doctor["proxy"]["ok"] and other_proxy.holder in doctor["proxy"]["detail"]
     assert doctor["proxy"]["fix"].startswith("switch up --port ")
 
-    from ui.app import _proxy_status
+    from switch.ui.app import _proxy_status
 
     assert _proxy_status(other_proxy.port) == (
         f"not running for this home: port {other_proxy.port} is held by {other_proxy.holder}"

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from switch.ui import format as fmt
+from switch.ui.app import EMPTY_HELP, make_app
+from switch.ui.screens.detail import CallDetail
 from textual.widgets import DataTable, Select, Static
 
 from switch.routing.presets import active_name
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows
-from ui import format as fmt
-from ui.app import EMPTY_HELP, make_app
-from ui.screens.detail import CallDetail
 
 ROWS = 300
 SPAN = 3 * 86400

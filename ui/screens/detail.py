@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ui import format as fmt
+from .. import format as fmt
 
 _MONEY = {"cost_micros", "native_cost_micros", "cache_savings_micros"}
 _MS = {"ttft_ms", "duration_ms"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ui import format as fmt
-from ui.data import clock_label
+from .. import format as fmt
+from ..data import clock_label
 
 PALETTE = ("dodger_blue1", "orange1", "green3", "magenta", "yellow3", "cyan", "red3", "purple")
 
