@@ -270,11 +270,6 @@ RESPONSES_UPSTREAM = UpstreamApi(
     function_only=False,
 )
 
-INBOUND_BY_PATH: dict[str, InboundApi] = {
-    "/v1/messages": ANTHROPIC_INBOUND,
-    "/v1/chat/completions": CHAT_INBOUND,
-    "/v1/responses": RESPONSES_INBOUND,
-}
 UPSTREAMS: dict[str, UpstreamApi] = {
     "openai-chat": CHAT_UPSTREAM,
     "anthropic": ANTHROPIC_UPSTREAM,

@@ -28,11 +28,6 @@ def new_id(prefix: str) -> str:
 
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
-SSE_HEADERS = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 class Exchange:
