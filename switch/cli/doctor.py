@@ -237,6 +237,7 @@ def _probe(settings: Any, targets: set[str]) -> list[dict[str, Any]]:
     from switch.config import NATIVE
     from switch.errors import SwitchError
     from switch.routing.resolve import resolve_target
+    from switch.upstream_api import auth_headers, endpoint
 
     results = []
     for reference in sorted(targets - {NATIVE}):
@@ -247,18 +248,16 @@ def _probe(settings: Any, targets: set[str]) -> list[dict[str, Any]]:
             continue  # reported by the key checks
         if key is None:
             continue
+        url, headers = endpoint(target.api, target.base_url), dict(auth_headers(target.api, key))
         if target.api == "anthropic":
-            url, headers = target.base_url + "/v1/messages", {"x-api-key": key, "anthropic-version": "2023-06-01"}
             body: dict[str, Any] = {
                 "model": target.model,
                 "max_tokens": 1,
                 "messages": [{"role": "user", "content": "ping"}],
             }
         elif target.api == "openai-responses":
-            url, headers = target.base_url + "/responses", {"authorization": f"Bearer {key}"}
             body = {"model": target.model, "input": "ping", "max_output_tokens": 16}
         else:
-            url, headers = target.base_url + "/chat/completions", {"authorization": f"Bearer {key}"}
             body = {
                 "model": target.model,
                 "messages": [{"role": "user", "content": "ping"}],

@@ -28,6 +28,7 @@ from switch.protocols.openai_responses import stream as responses_stream
 from switch.protocols.tools import ToolIndex
 from switch.proxy.exchange import new_id
 from switch.routing.resolve import Target
+from switch.upstream_api import PATHS, auth_headers
 
 Headers = list[tuple[bytes, bytes]]
 ReasoningLookup = Callable[[str], str | None]
@@ -207,7 +208,7 @@ RESPONSES_INBOUND = InboundApi(
 
 def _bearer(key: str, stream: bool) -> list[tuple[str, str]]:
     return [
-        ("authorization", "Bearer " + key),
+        *auth_headers("openai-chat", key),
         ("content-type", "application/json"),
         ("accept", "text/event-stream" if stream else "application/json"),
         ("accept-encoding", "identity"),
@@ -216,8 +217,7 @@ def _bearer(key: str, stream: bool) -> list[tuple[str, str]]:
 
 def _anthropic_key(key: str, stream: bool) -> list[tuple[str, str]]:
     return [
-        ("x-api-key", key),
-        ("anthropic-version", "2023-06-01"),
+        *auth_headers("anthropic", key),
         ("content-type", "application/json"),
         ("accept", "text/event-stream" if stream else "application/json"),
         ("accept-encoding", "identity"),
@@ -239,7 +239,7 @@ def _responses_upstream_body(request: Request, target: Target, lookup: Reasoning
 
 CHAT_UPSTREAM = UpstreamApi(
     name="openai-chat",
-    path="/chat/completions",
+    path=PATHS["openai-chat"],
     request_body=_chat_body,
     auth_headers=_bearer,
     response_to_ir=chat_response_to_ir,
@@ -250,7 +250,7 @@ CHAT_UPSTREAM = UpstreamApi(
 
 ANTHROPIC_UPSTREAM = UpstreamApi(
     name="anthropic",
-    path="/v1/messages",
+    path=PATHS["anthropic"],
     request_body=_anthropic_body,
     auth_headers=_anthropic_key,
     response_to_ir=anthropic_outbound.response_to_ir,
@@ -261,7 +261,7 @@ ANTHROPIC_UPSTREAM = UpstreamApi(
 
 RESPONSES_UPSTREAM = UpstreamApi(
     name="openai-responses",
-    path="/responses",
+    path=PATHS["openai-responses"],
     request_body=_responses_upstream_body,
     auth_headers=_bearer,
     response_to_ir=responses_response.response_to_ir,
