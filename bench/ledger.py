@@ -68,9 +68,8 @@ def recorder_rate(home: Path, count: int) -> float:
 
 
 async def dashboard_times(ledger: Path) -> tuple[float, float]:
+    from switch.ui.app import make_app
     from textual.widgets import DataTable
-
-    from ui.app import make_app
 
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     started = time.perf_counter()

@@ -350,6 +350,7 @@ def _probe(settings: Settings, targets: set[str]) -> list[Check]:
     from switch.config import NATIVE
     from switch.errors import SwitchError
     from switch.routing.resolve import resolve_target
+    from switch.upstream_api import auth_headers, endpoint
 
     results: list[Check] = []
     for reference in sorted(targets - {NATIVE}):
@@ -361,22 +362,20 @@ def _probe(settings: Settings, targets: set[str]) -> list[Check]:
         if key is None:
             continue
         if target.api == "anthropic":
-            url, headers = target.base_url + "/v1/messages", {"x-api-key": key, "anthropic-version": "2023-06-01"}
             body: dict[str, Any] = {
                 "model": target.model,
                 "max_tokens": 1,
                 "messages": [{"role": "user", "content": "ping"}],
             }
         elif target.api == "openai-responses":
-            url, headers = target.base_url + "/responses", {"authorization": f"Bearer {key}"}
             body = {"model": target.model, "input": "ping", "max_output_tokens": 16}
         else:
-            url, headers = target.base_url + "/chat/completions", {"authorization": f"Bearer {key}"}
             body = {
                 "model": target.model,
                 "messages": [{"role": "user", "content": "ping"}],
                 "max_completion_tokens": 1,
             }
+        url, headers = endpoint(target.api, target.base_url), dict(auth_headers(target.api, key))
         try:
             response = httpx.post(url, json=body, headers=headers, timeout=20, trust_env=False)
             ok = response.status_code < 400

@@ -8,7 +8,7 @@ shutdown_grace = 5            # seconds live calls get to finish when the proxy 
 model = "baseten/moonshotai/Kimi-K3"   # or "native"
 
 [providers.baseten]           # a user entry overrides the built-in one field by field
-api = "openai-chat"           # openai-chat | anthropic | openai-responses | litellm
+api = "openai-chat"           # openai-chat | anthropic | openai-responses
 base_url = "https://inference.baseten.co/v1"
 api_key_env = "BASETEN_API_KEY"
 
@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from switch import locations
 from switch.errors import ConfigError
 
-Api = Literal["openai-chat", "anthropic", "openai-responses", "litellm"]
+Api = Literal["openai-chat", "anthropic", "openai-responses"]
+APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses")
 FallbackTrigger = Literal["connect", "timeout", "5xx", "429", "no_key"]
 FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = ("connect", "timeout", "5xx", "429", "no_key")
 NATIVE = "native"
@@ -195,6 +196,12 @@ def load_settings(path: Path | None = None) -> Settings:
     for name, fields in user_providers.items():
         if not isinstance(fields, dict):
             raise ConfigError(f"{path}: 'providers.{name}' must be a table")
+        if fields.get("api") == "litellm":
+            # Named in the design, not built yet: say so rather than accept a provider no call can reach.
+            raise ConfigError(
+                f"{path}: providers.{name}.api = 'litellm': LiteLLM targets are not supported yet; "
+                f"use one of {', '.join(APIS)}"
+            )
         providers[name] = {**providers.get(name, {}), **fields}
     try:
         return Settings.model_validate({**raw, "providers": providers})

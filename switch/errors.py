@@ -61,19 +61,10 @@ class TranslationError(ClientRequestError):
 
 
 class UpstreamError(SwitchError):
-    """The upstream failed. `status` is its HTTP status, or None for transport failures."""
+    """The upstream failed mid-call; `kind` says how (connect, broken, protocol, in_band, timeout)."""
 
-    def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        *,
-        retry_after: str | None = None,
-        kind: str = "http",
-    ) -> None:
+    def __init__(self, message: str, *, kind: str = "http") -> None:
         super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
         self.kind = kind
 
 
@@ -81,4 +72,4 @@ class UpstreamTimeout(UpstreamError):
     """The upstream did not answer in time."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, None, kind="timeout")
+        super().__init__(message, kind="timeout")

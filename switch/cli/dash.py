@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import typer
 
 
@@ -11,6 +13,5 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def dash() -> None:
         """Open the live dashboard (spend, savings, speed, every call)."""
-        from ui.app import make_app
-
-        make_app().run()
+        # By name: the dashboard lives in the repository's ui/ folder, installed as switch.ui (see setup.py).
+        importlib.import_module("switch.ui.app").make_app().run()

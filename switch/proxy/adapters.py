@@ -29,6 +29,7 @@ from switch.protocols.tools import ToolIndex
 from switch.proxy.exchange import new_id
 from switch.proxy.sniffers import AnthropicSniffer, ChatSniffer, ResponsesSniffer, UsageSniffer
 from switch.routing.resolve import Target
+from switch.upstream_api import PATHS, auth_headers
 
 log = logging.getLogger("switch.relay")
 
@@ -267,7 +268,7 @@ RESPONSES_INBOUND = InboundApi(
 
 def _bearer(key: str, stream: bool) -> list[tuple[str, str]]:
     return [
-        ("authorization", "Bearer " + key),
+        *auth_headers("openai-chat", key),
         ("content-type", "application/json"),
         ("accept", "text/event-stream" if stream else "application/json"),
         ("accept-encoding", "identity"),
@@ -276,8 +277,7 @@ def _bearer(key: str, stream: bool) -> list[tuple[str, str]]:
 
 def _anthropic_key(key: str, stream: bool) -> list[tuple[str, str]]:
     return [
-        ("x-api-key", key),
-        ("anthropic-version", "2023-06-01"),
+        *auth_headers("anthropic", key),
         ("content-type", "application/json"),
         ("accept", "text/event-stream" if stream else "application/json"),
         ("accept-encoding", "identity"),
@@ -299,7 +299,7 @@ def _responses_upstream_body(request: Request, target: Target, lookup: Reasoning
 
 CHAT_UPSTREAM = UpstreamApi(
     name="openai-chat",
-    path="/chat/completions",
+    path=PATHS["openai-chat"],
     request_body=_chat_body,
     auth_headers=_bearer,
     response_to_ir=chat_outbound.response_to_ir,
@@ -310,7 +310,7 @@ CHAT_UPSTREAM = UpstreamApi(
 
 ANTHROPIC_UPSTREAM = UpstreamApi(
     name="anthropic",
-    path="/v1/messages",
+    path=PATHS["anthropic"],
     request_body=_anthropic_body,
     auth_headers=_anthropic_key,
     response_to_ir=anthropic_outbound.response_to_ir,
@@ -321,7 +321,7 @@ ANTHROPIC_UPSTREAM = UpstreamApi(
 
 RESPONSES_UPSTREAM = UpstreamApi(
     name="openai-responses",
-    path="/responses",
+    path=PATHS["openai-responses"],
     request_body=_responses_upstream_body,
     auth_headers=_bearer,
     response_to_ir=responses_outbound.response_to_ir,
@@ -330,11 +330,6 @@ RESPONSES_UPSTREAM = UpstreamApi(
     function_only=False,
 )
 
-INBOUND_BY_PATH: dict[str, InboundApi] = {
-    "/v1/messages": ANTHROPIC_INBOUND,
-    "/v1/chat/completions": CHAT_INBOUND,
-    "/v1/responses": RESPONSES_INBOUND,
-}
 UPSTREAMS: dict[str, UpstreamApi] = {
     "openai-chat": CHAT_UPSTREAM,
     "anthropic": ANTHROPIC_UPSTREAM,

@@ -40,11 +40,6 @@ def parse_json_body(raw: bytes) -> Any:
 
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
-SSE_HEADERS = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 class Exchange:

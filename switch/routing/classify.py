@@ -67,7 +67,6 @@ class CallInfo:
     session_id: str | None
     agent_id: str | None
     family: str | None
-    explicit: bool = False
 
 
 def model_family(model: str) -> str | None:
@@ -210,12 +209,12 @@ def classify(headers: dict[str, str], body: Any) -> CallInfo:
     if agent_id is None and headers.get("thread-id") and headers.get("thread-id") != headers.get("session-id"):
         agent_id = headers["thread-id"]
 
-    explicit = headers.get("x-switch-role")
-    if explicit in ROLES:
-        return CallInfo(harness, explicit, session, agent_id, family, True)
+    named = headers.get("x-switch-role")
+    if named in ROLES:
+        return CallInfo(harness, named, session, agent_id, family)
     forced = forced_role(model)
     if forced is not None:
-        return CallInfo(harness, forced, session, agent_id, family, True)
+        return CallInfo(harness, forced, session, agent_id, family)
 
     role: Role = "orchestrator"
     if harness == "claude-code":

@@ -25,10 +25,10 @@ import logging
 import os
 import tomllib
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import harness_presets
 from switch import locations
 from switch.config import NATIVE
 from switch.errors import PresetError
@@ -36,7 +36,8 @@ from switch.routing.classify import FAMILIES, HARNESSES, ROLES
 
 log = logging.getLogger("switch.presets")
 
-SHIPPED_DIR = Path(harness_presets.__file__).resolve().parent
+# The repository's harness_presets/ folder, installed as switch.harness_presets (see setup.py).
+SHIPPED_DIR = Path(str(resources.files("switch.harness_presets")))
 SECTIONS = ("default", "claude-code", "codex", "langchain")
 REASONING_MODES = ("off", "follow", "none", "minimal", "low", "medium", "high", "xhigh", "max")
 DEFAULTS_PRESET = "defaults"

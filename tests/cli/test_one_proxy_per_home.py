@@ -78,8 +78,9 @@ def test_status_up_down_doctor_and_dashboard_leave_another_homes_proxy_alone(
     assert not doctor["proxy"]["ok"] and other_proxy.holder in doctor["proxy"]["detail"]
     assert doctor["proxy"]["fix"].startswith("switch up --port ")
 
+    from switch.ui.panes.health import proxy_status
+
     from switch.checks import probe_proxy
-    from ui.panes.health import proxy_status
 
     assert proxy_status(probe_proxy(other_proxy.port)) == (
         f"not running for this home: port {other_proxy.port} is held by {other_proxy.holder}"

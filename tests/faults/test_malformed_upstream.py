@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from switch.protocols.wire import MAX_COUNT
-from switch.proxy.adapters import INBOUND_BY_PATH
+from switch.proxy.adapters import ANTHROPIC_INBOUND, CHAT_INBOUND, RESPONSES_INBOUND
 from tests.anthropic_grammar import assert_valid_anthropic_stream, parse_events
 from tests.chat_stream_grammar import assert_valid_chat_stream
 from tests.conftest import FAKE_CLIENT_KEY, Proxy
@@ -257,7 +257,7 @@ EVENT_NAMES = [None, "message_start", "message_delta", "message_stop", "response
 
 
 @given(
-    api=st.sampled_from(list(INBOUND_BY_PATH.values())),
+    api=st.sampled_from([ANTHROPIC_INBOUND, CHAT_INBOUND, RESPONSES_INBOUND]),
     events=st.lists(st.tuples(st.sampled_from(EVENT_NAMES), payloads | json_values), max_size=5),
     strip_usage=st.booleans(),
 )

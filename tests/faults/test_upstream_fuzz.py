@@ -26,7 +26,7 @@ from switch.protocols.ir import Request, UpstreamFormatError, UpstreamReportedEr
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
 from switch.protocols.wire import MAX_COUNT
-from switch.proxy.adapters import INBOUND_BY_PATH, UPSTREAMS, InboundApi
+from switch.proxy.adapters import ANTHROPIC_INBOUND, CHAT_INBOUND, RESPONSES_INBOUND, UPSTREAMS, InboundApi
 from tests.anthropic_grammar import assert_valid_anthropic_stream, parse_events
 from tests.chat_stream_grammar import assert_valid_chat_stream
 from tests.conftest import UPSTREAM_MODELS, Proxy
@@ -45,7 +45,11 @@ from tests.fake_upstream import (
 from tests.responses_grammar import assert_valid_responses_stream
 
 PATHS = {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses"}
-INBOUNDS: dict[str, InboundApi] = {api: INBOUND_BY_PATH[path] for api, path in PATHS.items()}
+INBOUNDS: dict[str, InboundApi] = {
+    "anthropic": ANTHROPIC_INBOUND,
+    "openai-chat": CHAT_INBOUND,
+    "openai-responses": RESPONSES_INBOUND,
+}
 UPSTREAM_APIS = ("openai-chat", "anthropic", "openai-responses")
 # Each inbound API as its usual harness calls it, so the ledger row must name that harness.
 HARNESS_HEADERS = {

@@ -85,10 +85,7 @@ def test_switch_model_names_other_than_roles_leave_the_role_to_the_request(suffi
     # classified like a plain model, so a deepagents subagent keeps its subagent role.
     model = "switch/" + suffix
     info = classify({}, {**DEEPAGENTS_SUBAGENT, "model": model})
-    if suffix in ("orchestrator", "subagent", "background"):
-        assert info.explicit and info.role == suffix
-    else:
-        assert not info.explicit and info.role == "subagent"
+    assert info.role == (suffix if suffix in ("orchestrator", "subagent", "background") else "subagent")
     assert info.harness == "langchain"
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +65,19 @@ def test_user_preset_overrides_shipped_one(isolated_home: Path) -> None:
     (directory / "hybrid.toml").write_text('description = "mine"\n[default]\norchestrator = "native"\n')
     assert preset_files()["hybrid"] == directory / "hybrid.toml"
     assert load_preset("hybrid", PROVIDERS).description == "mine"
+
+
+def test_a_litellm_provider_is_refused_at_start_with_a_clear_error(isolated_home: Path) -> None:
+    (isolated_home / "config.toml").write_text(
+        '[providers.gemini]\napi = "litellm"\nbase_url = "https://generativelanguage.googleapis.com"\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "switch", "serve", "--port", "0"],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "providers.gemini.api = 'litellm': LiteLLM targets are not supported yet" in result.stderr
+    assert "openai-chat, anthropic, openai-responses" in result.stderr

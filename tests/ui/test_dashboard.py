@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from switch.ui import format as fmt
+from switch.ui.app import make_app
+from switch.ui.panes.calls import CallsPane
+from switch.ui.panes.overview import EMPTY_HELP
+from switch.ui.screens.detail import CallDetail
 from textual.widgets import DataTable, Select, Static
 
 from switch.routing.presets import active_name
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows
-from ui import format as fmt
-from ui.app import make_app
-from ui.panes.calls import CallsPane
-from ui.panes.overview import EMPTY_HELP
-from ui.screens.detail import CallDetail
 
 ROWS = 300
 SPAN = 3 * 86400
@@ -271,7 +271,7 @@ async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isola
 async def test_an_unreadable_ledger_is_reported_once_and_presets_still_work(
     isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui.app import SwitchDashboard
+    from switch.ui.app import SwitchDashboard
 
     monkeypatch.setattr(SwitchDashboard, "NOTIFICATION_TIMEOUT", 600)  # the toast outlives a slow machine
     (isolated_home / "config.toml").write_text("[server]\nport = 9\n")
@@ -297,8 +297,9 @@ async def test_an_unreadable_ledger_is_reported_once_and_presets_still_work(
 async def test_choosing_a_broken_preset_leaves_the_active_one_like_switch_use(
     ledger: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from switch.ui.app import SwitchDashboard
+
     from switch.routing.presets import set_active
-    from ui.app import SwitchDashboard
 
     monkeypatch.setattr(SwitchDashboard, "NOTIFICATION_TIMEOUT", 600)
     (isolated_home / "presets").mkdir()

@@ -45,7 +45,9 @@ def test_ui_imports_its_own_modules_relatively() -> None:
 
 
 def test_doctor_checks_and_the_dashboard_import_without_typer() -> None:
-    probe = "import sys, switch.checks, ui.app; print(sorted(m for m in sys.modules if m.split('.')[0] == 'typer'))"
+    probe = (
+        "import sys, switch.checks, switch.ui.app; print(sorted(m for m in sys.modules if m.split('.')[0] == 'typer'))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=UI.parent, timeout=120
     )

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from switch.ui.app import make_app
 
 from tests.ledger_seed import FROZEN_NOW, seed_ledger
-from ui.app import make_app
 
 
 @pytest.fixture
