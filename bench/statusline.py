@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from switch.ledger.columns import COLUMNS, INSERT  # noqa: E402
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas  # noqa: E402
-from switch.ledger.schema import COLUMNS, INSERT  # noqa: E402
 from switch.statusline import line_for  # noqa: E402
 from switch.wiring import hook_argv  # noqa: E402
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows  # noqa: E402

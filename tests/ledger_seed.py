@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 from switch.config import Settings
+from switch.ledger.columns import COLUMNS, INSERT
 from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
-from switch.ledger.schema import COLUMNS, INSERT
 
 FROZEN_NOW = 1_795_000_000.0  # a fixed "now" for tests: 2026-11-19
 MODELS = (

@@ -117,8 +117,8 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option(None, help="File to write (default: standard output)."),
     ) -> None:
         """Every recorded call, as CSV or JSON lines."""
+        from switch.ledger.columns import COLUMNS
         from switch.ledger.queries import iterate
-        from switch.ledger.schema import COLUMNS
 
         if format not in ("csv", "jsonl"):
             typer.echo("switch: --format must be csv or jsonl", err=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from switch.ledger.columns import COLUMNS
 from switch.ledger.pricing import PriceTable, Tokens
 from switch.ledger.record import CallRecord
-from switch.ledger.schema import COLUMNS
 
 _RECORD_FIELDS = tuple(name for name in COLUMNS if name in CallRecord.__dataclass_fields__)
 

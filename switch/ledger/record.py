@@ -51,6 +51,24 @@ class CallRecord:
     error: str | None = None
 
 
+WRITER_COLUMNS = frozenset(
+    {
+        "cost_micros",
+        "native_cost_micros",
+        "cache_savings_micros",
+        "price_source",
+        "native_price_source",
+        "price_input",
+        "price_cached_input",
+        "price_cache_write",
+        "price_output",
+        "output_tps",
+    }
+)
+"""Ledger columns the writer computes from a record off the request path (prices, costs, speed): a
+`CallRecord` carries exactly the others (a test holds it to the table's definition)."""
+
+
 class RecordSink(Protocol):
     """Where the relay hands finished records; `submit` must never block."""
 

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from switch import locations
+from switch.ledger.columns import COLUMNS, INSERT
 from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer, unpriced_row
 from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
-from switch.ledger.schema import COLUMNS, INSERT
 from switch.ledger.spill import SpillFile, decode_line, default_path, encode_record, encode_rows, storable
 
 log = logging.getLogger("switch.recorder")

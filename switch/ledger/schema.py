@@ -7,15 +7,12 @@ so a ledger migrated from any version has the schema this class describes (a tes
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlmodel import Field, SQLModel
-
-from switch.ledger.record import CallRecord
 
 _INTEGER = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 _REAL: sa.types.TypeEngine[float] = sa.Double[float]().with_variant(sa.REAL(), "sqlite")
@@ -96,42 +93,36 @@ class Call(SQLModel, table=True):
 
 
 CALLS: sa.Table = Call.__table__  # type: ignore[attr-defined]
-COLUMNS: tuple[str, ...] = tuple(column.name for column in CALLS.columns if not column.primary_key)
-"""Every column the writer fills, in the class's order (the database assigns the id)."""
-WRITER_COLUMNS = frozenset(
-    {
-        "cost_micros",
-        "native_cost_micros",
-        "cache_savings_micros",
-        "price_source",
-        "native_price_source",
-        "price_input",
-        "price_cached_input",
-        "price_cache_write",
-        "price_output",
-        "output_tps",
-    }
-)
-"""Columns the writer computes from a record off the request path (prices, costs, speed)."""
-INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
-
-# The relay builds a CallRecord on the hot path (a slotted value, not this class): it must carry
-# exactly the columns the writer does not compute, or rows would silently lose a field.
-_RECORD_FIELDS = {field.name for field in fields(CallRecord)}
-if _RECORD_FIELDS != set(COLUMNS) - WRITER_COLUMNS:
-    raise TypeError(
-        "CallRecord and the calls table disagree: "
-        f"only in CallRecord {sorted(_RECORD_FIELDS - set(COLUMNS))}, "
-        f"missing from CallRecord {sorted(set(COLUMNS) - WRITER_COLUMNS - _RECORD_FIELDS)}"
-    )
-
 _KINDS: dict[type, tuple[type, ...]] = {str: (str,), int: (int,), bool: (int,), float: (int, float)}
-COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
-    column.name: (_KINDS[column.type.python_type], not column.nullable)
-    for column in CALLS.columns
-    if not column.primary_key
-}
-"""What each column accepts (Python types) and whether it is required: checks rows read back from outside."""
+
+
+def derived_columns() -> tuple[tuple[str, ...], dict[str, tuple[tuple[type, ...], bool]], str]:
+    """What `columns.py` must hold: the written columns in order, what each accepts, and the insert."""
+    columns = [column for column in CALLS.columns if not column.primary_key]
+    names = tuple(column.name for column in columns)
+    kinds = {column.name: (_KINDS[column.type.python_type], not column.nullable) for column in columns}
+    insert = f"INSERT INTO calls ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
+    return names, kinds, insert
+
+
+def render_columns_module() -> str:
+    """The text of `columns.py`, from the class (then `ruff format` it)."""
+    names, kinds, _insert = derived_columns()
+    kind_lines = "".join(
+        f"    {name!r}: (({', '.join(t.__name__ for t in types)},), {required}),\n"
+        for name, (types, required) in kinds.items()
+    )
+    return (
+        '"""The calls table\'s columns as plain constants, generated from `schema.Call` (do not edit).\n\n'
+        "Regenerate with `python -m switch.ledger.schema`; a test fails when this file and the class differ.\n"
+        "The proxy's writer reads these instead of the class, so serving never imports SQLModel.\n"
+        '"""\n\n'
+        f"COLUMNS: tuple[str, ...] = {names!r}\n"
+        '"""Every column the writer fills, in the class\'s order (the database assigns the id)."""\n'
+        f"COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {{\n{kind_lines}}}\n"
+        '"""What each column accepts and whether it is required: checks rows read back from outside."""\n'
+        "INSERT = f\"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})\"\n"
+    )
 
 
 def sqlite_ddl() -> list[str]:
@@ -141,3 +132,11 @@ def sqlite_ddl() -> list[str]:
     return [str(CreateTable(CALLS).compile(dialect=dialect))] + [
         str(CreateIndex(index).compile(dialect=dialect)) for index in indexes
     ]
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).with_name("columns.py")
+    target.write_text(render_columns_module(), encoding="utf-8")
+    print(f"wrote {target}")

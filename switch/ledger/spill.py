@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from switch import locations
+from switch.ledger.columns import COLUMN_KINDS, COLUMNS
 from switch.ledger.record import CallRecord
-from switch.ledger.schema import COLUMN_KINDS, COLUMNS
 
 RECORD_MARK = "_unpriced_record"
 _RECORD_FIELDS = tuple(CallRecord.__dataclass_fields__)

@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 from switch.cli import app
 from switch.config import Settings
 from switch.ledger import queries
+from switch.ledger.columns import COLUMNS
 from switch.ledger.migrations import migrate
 from switch.ledger.record import CallRecord
 from switch.ledger.recorder import Recorder
-from switch.ledger.schema import COLUMNS
 from tests.ledger_seed import pricer_for
 
 ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Asia/Kathmandu"]

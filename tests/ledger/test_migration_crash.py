@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from switch.ledger.columns import COLUMNS
 from switch.ledger.db import open_for_writing
 from switch.ledger.migrations import LATEST, MIGRATIONS, current_version, migrate
-from switch.ledger.schema import COLUMNS, Call
+from switch.ledger.schema import Call
 from tests.ledger.test_ledger_proxy import reaped
 
 # The child counts the statements that change the schema or write a row (not BEGIN or COMMIT) and

@@ -6,10 +6,11 @@ import sqlite3
 from pathlib import Path
 
 from switch.config import load_settings
+from switch.ledger.columns import COLUMNS
 from switch.ledger.migrations import LATEST, MIGRATIONS, current_version, migrate
 from switch.ledger.pricing import PriceTable, Tokens
 from switch.ledger.record import CallRecord
-from switch.ledger.schema import COLUMNS, Call
+from switch.ledger.schema import Call
 from tests.ledger_seed import pricer_for
 
 

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateTable
 
+from switch.ledger.columns import COLUMN_KINDS, COLUMNS, INSERT
 from switch.ledger.migrations import LATEST, ROLLUP_KEYS, SESSION_KEYS, migrate
-from switch.ledger.record import CallRecord
+from switch.ledger.record import WRITER_COLUMNS, CallRecord
 from switch.ledger.rollups import CALLS_SUMS_SQL, ROLLUP_SUMS, rollup_deltas, session_deltas
-from switch.ledger.schema import CALLS, COLUMN_KINDS, COLUMNS, INSERT, WRITER_COLUMNS, Call, sqlite_ddl
+from switch.ledger.schema import CALLS, Call, sqlite_ddl
 
 LEDGER = Path(__file__).resolve().parents[2] / "switch" / "ledger"
 
@@ -160,3 +161,19 @@ def test_the_ledger_imports_neither_the_protocols_nor_the_settings() -> None:
 def test_every_ledger_module_is_under_400_lines() -> None:
     sizes = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in LEDGER.glob("*.py")}
     assert {name: size for name, size in sizes.items() if size >= 400} == {}
+
+
+def test_the_writers_columns_module_is_what_the_class_defines() -> None:
+    from switch.ledger.schema import derived_columns
+
+    assert (COLUMNS, COLUMN_KINDS, INSERT) == derived_columns(), "run `python -m switch.ledger.schema`"
+
+
+def test_serving_and_recording_never_import_sqlmodel() -> None:
+    # The class costs ~20 MB and ~0.2 s at start; the proxy's writer needs only its generated constants.
+    probe = (
+        "import sys, switch.proxy.app, switch.ledger.recorder, switch.cli.serve; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlmodel', 'sqlalchemy')))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert result.stdout.strip() == "[]"

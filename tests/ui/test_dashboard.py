@@ -152,7 +152,7 @@ async def test_new_calls_written_by_another_process_appear(ledger: Path) -> None
             "import sys; sys.path.insert(0, '.')\n"
             "from tests.ledger_seed import seeded_rows\n"
             "from switch.ledger.db import open_for_writing\n"
-            "from switch.ledger.schema import INSERT\n"
+            "from switch.ledger.columns import INSERT\n"
             f"c = open_for_writing(__import__('pathlib').Path({str(ledger)!r}))\n"
             f"rows = seeded_rows(5, {FROZEN_NOW + 60}, 60)\n"
             "with c:\n    c.executemany(INSERT, rows)\n"
@@ -171,7 +171,7 @@ MARKUP_LIKE = ("[/v1/chat]", "[bold]", "[link=x]")
 
 def ledger_text_row(now: float) -> tuple[object, ...]:
     """One call whose recorded texts look like Textual markup (error bodies often quote paths)."""
-    from switch.ledger.schema import COLUMNS
+    from switch.ledger.columns import COLUMNS
 
     values = dict(zip(COLUMNS, seeded_rows(1, now, 60)[0], strict=True))
     values.update(
@@ -211,9 +211,9 @@ async def shown_eventually(app: Any, pilot: Any, text: str, timeout: float = 20.
 
 
 async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isolated_home: Path) -> None:
+    from switch.ledger.columns import COLUMNS, INSERT
     from switch.ledger.db import open_for_writing
     from switch.ledger.rollups import UPSERT_ROLLUP, rollup_deltas
-    from switch.ledger.schema import COLUMNS, INSERT
 
     (isolated_home / "config.toml").write_text("[server]\nport = 9\n")
     (isolated_home / "presets").mkdir()
