@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,8 +65,22 @@ def _secure_name(backend: Any) -> str | None:
     return None
 
 
+def _no_keyring_reachable() -> bool:
+    """True where no secure keyring can answer, known without importing `keyring`."""
+    if os.environ.get("PYTHON_KEYRING_BACKEND") or sys.platform in ("darwin", "win32"):
+        return False
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    if os.path.exists(os.path.join(config_home, "python_keyring", "keyringrc.cfg")):
+        return False  # the user chose a backend in keyring's own config
+    # Elsewhere the secure keyrings (Secret Service, KWallet) are reached over the D-Bus session bus. Without
+    # one, importing keyring would load every backend (D-Bus, cryptography: ~9 MB in the proxy) to find none.
+    return not os.environ.get("DBUS_SESSION_BUS_ADDRESS") and not os.path.exists(f"/run/user/{os.getuid()}/bus")
+
+
 def secure_keyring() -> SecureKeyring | None:
     """The secure OS keyring on this machine, or None when there is none."""
+    if _no_keyring_reachable():
+        return None
     try:
         import keyring
         from keyring.backends.chainer import ChainerBackend

@@ -292,3 +292,14 @@ def test_a_keychain_that_blocks_never_holds_up_a_call(
     assert answer.choices[0].message.content
     assert fake.received[-1].headers["authorization"] == f"Bearer {FAKE_BASETEN_KEY}"
     assert not blocking_keychain.release.is_set()  # both calls were served while the keychain was blocked
+
+
+def test_without_a_session_bus_the_keyring_library_is_never_loaded(tmp_path: Path) -> None:
+    # No D-Bus session bus, no chosen backend, not macOS or Windows: no secure keyring can answer, so the
+    # proxy must not pay for loading every keyring backend (D-Bus, cryptography) to find none.
+    env = {k: v for k, v in os.environ.items() if k not in ("DBUS_SESSION_BUS_ADDRESS", "PYTHON_KEYRING_BACKEND")}
+    env |= {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_RUNTIME_DIR": str(tmp_path)}
+    probe = "import sys; from switch import keys; print(keys.secure_keyring(), 'keyring' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["None", "False"]
