@@ -11,24 +11,20 @@ from switch.protocols.ir import (
     Part,
     ReasoningPart,
     Response,
-    StopReason,
     StreamSink,
     TextPart,
     ToolCallPart,
-    Usage,
 )
+from switch.protocols.outbox import Reported
 
 
-class ResponseCollector:
+class ResponseCollector(Reported):
     """Accumulates stream events into one response, keeping the order parts began in."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._parts: list[tuple[str, list[str], int]] = []
         self._calls: dict[int, tuple[str, str, list[str]]] = {}
-        self.final_usage = Usage()
-        self.usage_seen = False
-        self.stop_reason: StopReason = "end_turn"
-        self.stop_sequence: str | None = None
 
     def _append(self, kind: str, text: str) -> None:
         if self._parts and self._parts[-1][0] == kind:
@@ -50,14 +46,6 @@ class ResponseCollector:
         if index in self._calls:
             self._calls[index][2].append(fragment)
 
-    def usage(self, usage: Usage) -> None:
-        self.final_usage = usage
-        self.usage_seen = True
-
-    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
-        self.stop_reason = stop_reason
-        self.stop_sequence = stop_sequence
-
     def response(self, response_id: str, model: str) -> Response:
         """The assembled response."""
         parts: list[Part] = []
@@ -69,7 +57,9 @@ class ResponseCollector:
             else:
                 call_id, name, fragments = self._calls[index]
                 parts.append(ToolCallPart(call_id, name, "".join(fragments)))
-        return Response(response_id, model, tuple(parts), self.stop_reason, self.final_usage, self.stop_sequence)
+        return Response(
+            response_id, model, tuple(parts), self.stop_reason or "end_turn", self.final_usage, self.stop_sequence
+        )
 
 
 def replay(response: Response, sink: StreamSink) -> None:

@@ -17,22 +17,24 @@ from switch.protocols.ir import RequestFormatError
 MAX_TOKEN_COUNT = 2**31 - 1
 
 
+# bool before int: a JSON boolean decodes to a Python bool, which is also an int.
+_KIND_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "an object"),
+)
+
+
 def kind_of(value: Any) -> str:
     """The JSON type of `value`, as an error message names it."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
+    for kind, name in _KIND_NAMES:
+        if isinstance(value, kind):
+            return name
     return type(value).__name__
 
 

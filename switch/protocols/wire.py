@@ -11,9 +11,13 @@ as 0 (unknown), because a broken usage figure should not cost the user an otherw
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from switch.protocols.ir import UpstreamFormatError
+from switch.protocols.ir import Response, UpstreamFormatError, Usage
+
+if TYPE_CHECKING:
+    from switch.protocols.tools import ToolIndex
 
 # Counts above this are not token counts (and would overflow SQLite's 64-bit integers).
 MAX_COUNT = 1 << 53
@@ -86,3 +90,20 @@ def array_index(value: Any, where: str, default: int = 0) -> int:
 def label(value: Any) -> str | None:
     """A short string worth recording (a stop reason, an id), or None for anything else."""
     return value[:100] if type(value) is str else None
+
+
+def response_with_usage(
+    body: dict[str, Any],
+    index: ToolIndex,
+    usage_to_ir: Callable[[dict[str, Any]], Usage],
+    parse: Callable[[dict[str, Any], ToolIndex, Usage], Response],
+) -> Response:
+    """`parse(body)` with its usage read first, so a malformed body still reports what it cost."""
+    raw_usage = body.get("usage")
+    usage = usage_to_ir(raw_usage) if type(raw_usage) is dict else Usage()
+    try:
+        return parse(body, index, usage)
+    except UpstreamFormatError as exc:
+        if type(raw_usage) is dict:
+            exc.usage = usage
+        raise

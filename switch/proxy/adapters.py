@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -72,6 +72,17 @@ class UpstreamDecoder(Protocol):
     def feed(self, data: bytes) -> None: ...
 
 
+_SSE: Headers = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def _as_sent(body: dict[str, Any]) -> bytes | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class InboundApi:
     """An API we serve."""
@@ -84,15 +95,16 @@ class InboundApi:
     response_body: Callable[[Response, Request, str], bytes]
     new_encoder: Callable[[Request, int, str], ClientEncoder]
     usage_to_ir: Callable[[dict[str, Any]], Usage]
-    stream_headers: Headers
     new_sniffer: Callable[[bool, bool], UsageSniffer]
     """A usage reader for a pass-through response: (is the body a stream, strip a usage-only chunk)."""
-    metered_body: Callable[[dict[str, Any]], bytes | None]
-    """The body to pass through instead of the client's so a stream reports usage; None to send it as is."""
     error_event: Callable[[int, str], bytes]
     """An in-band error event, for a pass-through stream switch cuts short."""
-    error_message: Callable[[bytes], str]
+    metered_body: Callable[[dict[str, Any]], bytes | None] = _as_sent
+    """The body to pass through instead of the client's so a stream reports usage; None to send it as is."""
+    # All three APIs' error bodies put the message where `message_of` looks.
+    error_message: Callable[[bytes], str] = openai_errors.message_of
     """The message in an error body of this API, as a native upstream sends it."""
+    stream_headers: Headers = field(default_factory=lambda: _SSE)
     stores_responses: bool = False
     """Whether answers are kept for a later call's `previous_response_id`."""
 
@@ -109,13 +121,6 @@ class UpstreamApi:
     new_decoder: Callable[[StreamSink, ToolIndex], UpstreamDecoder]
     error_message: Callable[[bytes], str]
     function_only: bool
-
-
-_SSE: Headers = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 def _now() -> int:
@@ -145,10 +150,6 @@ def _anthropic_sniffer(is_sse: bool, strip_usage: bool) -> UsageSniffer:
     return AnthropicSniffer(is_sse)
 
 
-def _as_sent(body: dict[str, Any]) -> bytes | None:
-    return None
-
-
 ANTHROPIC_INBOUND = InboundApi(
     name="anthropic",
     id_prefix="msg_",
@@ -158,11 +159,8 @@ ANTHROPIC_INBOUND = InboundApi(
     response_body=_anthropic_response_body,
     new_encoder=_anthropic_encoder,
     usage_to_ir=anthropic_outbound.usage_to_ir,
-    stream_headers=_SSE,
     new_sniffer=_anthropic_sniffer,
-    metered_body=_as_sent,
     error_event=anthropic_errors.error_event,
-    error_message=openai_errors.message_of,
 )
 
 
@@ -179,10 +177,6 @@ def _chat_response_body(response: Response, request: Request, response_id: str) 
 
 def _chat_encoder(request: Request, input_estimate: int, response_id: str) -> ClientEncoder:
     return chat_stream.StreamEncoder(response_id, request, _now())
-
-
-def _responses_error_body(status: int, message: str, request_id: str, param: str | None) -> bytes:
-    return responses_errors.error_body(status, message, param)
 
 
 def _item_id() -> str:
@@ -238,27 +232,22 @@ CHAT_INBOUND = InboundApi(
     response_body=_chat_response_body,
     new_encoder=_chat_encoder,
     usage_to_ir=chat_outbound.usage_to_ir,
-    stream_headers=_SSE,
     new_sniffer=_chat_sniffer,
     metered_body=_chat_metered_body,
     error_event=_chat_error_event,
-    error_message=openai_errors.message_of,
 )
 
 RESPONSES_INBOUND = InboundApi(
     name="openai-responses",
     id_prefix="resp_",
     request_to_ir=responses_inbound.request_to_ir,
-    error_body=_responses_error_body,
+    error_body=_openai_error_body,
     error_headers=responses_errors.error_headers,
     response_body=_responses_body,
     new_encoder=_responses_encoder,
     usage_to_ir=responses_outbound.usage_to_ir,
-    stream_headers=_SSE,
     new_sniffer=_responses_sniffer,
-    metered_body=_as_sent,
     error_event=_responses_error_event,
-    error_message=openai_errors.message_of,
     stores_responses=True,
 )
 
@@ -266,22 +255,18 @@ RESPONSES_INBOUND = InboundApi(
 # ---- upstreams ---------------------------------------------------------------------------------
 
 
-def _bearer(key: str, stream: bool) -> list[tuple[str, str]]:
-    return [
-        *auth_headers("openai-chat", key),
-        ("content-type", "application/json"),
-        ("accept", "text/event-stream" if stream else "application/json"),
-        ("accept-encoding", "identity"),
-    ]
+def _json_headers(api: str) -> Callable[[str, bool], list[tuple[str, str]]]:
+    """The request headers for `api`: its key scheme, JSON in, and a stream or JSON back, unencoded."""
 
+    def headers(key: str, stream: bool) -> list[tuple[str, str]]:
+        return [
+            *auth_headers(api, key),
+            ("content-type", "application/json"),
+            ("accept", "text/event-stream" if stream else "application/json"),
+            ("accept-encoding", "identity"),
+        ]
 
-def _anthropic_key(key: str, stream: bool) -> list[tuple[str, str]]:
-    return [
-        *auth_headers("anthropic", key),
-        ("content-type", "application/json"),
-        ("accept", "text/event-stream" if stream else "application/json"),
-        ("accept-encoding", "identity"),
-    ]
+    return headers
 
 
 def _chat_body(request: Request, target: Target, lookup: ReasoningLookup) -> bytes:
@@ -297,41 +282,38 @@ def _responses_upstream_body(request: Request, target: Target, lookup: Reasoning
     return orjson.dumps(responses_outbound.request_from_ir(request, target.model))
 
 
-CHAT_UPSTREAM = UpstreamApi(
-    name="openai-chat",
-    path=PATHS["openai-chat"],
-    request_body=_chat_body,
-    auth_headers=_bearer,
-    response_to_ir=chat_outbound.response_to_ir,
-    new_decoder=chat_stream.StreamDecoder,
-    error_message=openai_errors.message_of,
-    function_only=True,
+def _upstream(
+    name: str,
+    request_body: Callable[[Request, Target, ReasoningLookup], bytes],
+    response_to_ir: Callable[[dict[str, Any], ToolIndex], Response],
+    new_decoder: Callable[[StreamSink, ToolIndex], UpstreamDecoder],
+    error_message: Callable[[bytes], str],
+    function_only: bool,
+) -> UpstreamApi:
+    """An upstream API, with the path and key headers `switch.upstream_api` defines for `name`."""
+    return UpstreamApi(
+        name, PATHS[name], request_body, _json_headers(name), response_to_ir, new_decoder, error_message, function_only
+    )
+
+
+CHAT_UPSTREAM = _upstream(
+    "openai-chat", _chat_body, chat_outbound.response_to_ir, chat_stream.StreamDecoder, openai_errors.message_of, True
+)
+ANTHROPIC_UPSTREAM = _upstream(
+    "anthropic",
+    _anthropic_body,
+    anthropic_outbound.response_to_ir,
+    anthropic_stream.StreamDecoder,
+    openai_errors.message_of,
+    True,
+)
+RESPONSES_UPSTREAM = _upstream(
+    "openai-responses",
+    _responses_upstream_body,
+    responses_outbound.response_to_ir,
+    responses_stream.StreamDecoder,
+    responses_errors.message_of,
+    False,
 )
 
-ANTHROPIC_UPSTREAM = UpstreamApi(
-    name="anthropic",
-    path=PATHS["anthropic"],
-    request_body=_anthropic_body,
-    auth_headers=_anthropic_key,
-    response_to_ir=anthropic_outbound.response_to_ir,
-    new_decoder=anthropic_stream.StreamDecoder,
-    error_message=openai_errors.message_of,
-    function_only=True,
-)
-
-RESPONSES_UPSTREAM = UpstreamApi(
-    name="openai-responses",
-    path=PATHS["openai-responses"],
-    request_body=_responses_upstream_body,
-    auth_headers=_bearer,
-    response_to_ir=responses_outbound.response_to_ir,
-    new_decoder=responses_stream.StreamDecoder,
-    error_message=responses_errors.message_of,
-    function_only=False,
-)
-
-UPSTREAMS: dict[str, UpstreamApi] = {
-    "openai-chat": CHAT_UPSTREAM,
-    "anthropic": ANTHROPIC_UPSTREAM,
-    "openai-responses": RESPONSES_UPSTREAM,
-}
+UPSTREAMS: dict[str, UpstreamApi] = {api.name: api for api in (CHAT_UPSTREAM, ANTHROPIC_UPSTREAM, RESPONSES_UPSTREAM)}

@@ -8,9 +8,11 @@ An attempt that failed before any byte reached the client may hand over to the n
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 from switch.errors import ClientRequestError, UpstreamError
 from switch.ledger.record import Outcome
@@ -183,3 +185,16 @@ async def fail(attempt: Attempt, failure: Failure) -> Failure | None:
     )
     attempt.meter.finish(failure.outcome, failure.message)
     return None
+
+
+def cancelled_outcome(task: asyncio.Task[Any], exchange: Exchange, meter: Meter) -> Outcome:
+    """Why a stream's task was cancelled: the client left, or the server is stopping (see `Relay._watched`).
+
+    A stopping server still owes the client an in-band end, which the caller sends when this
+    returns `incomplete_stream`.
+    """
+    task.uncancel()
+    if exchange.disconnected:
+        return "client_cancelled"
+    meter.error = SHUTTING_DOWN
+    return "incomplete_stream"

@@ -19,6 +19,7 @@ from switch.proxy.failures import (
     SHUTTING_DOWN,
     Attempt,
     Failure,
+    cancelled_outcome,
     error_status,
     fail,
     silent_failure,
@@ -118,12 +119,8 @@ class PassThroughPath:
                 await exchange.send_chunk(chunk)
             await exchange.end_stream(sniffer.flush() if sniffer is not None else b"")
         except asyncio.CancelledError:
-            task.uncancel()
-            if exchange.disconnected:
-                outcome = "client_cancelled"
-            else:  # the server is stopping (see `Relay._watched`): end the stream in-band
-                outcome = "incomplete_stream"
-                meter.error = SHUTTING_DOWN
+            outcome = cancelled_outcome(task, exchange, meter)
+            if outcome == "incomplete_stream":
                 in_band = inbound.error_event(503, SHUTTING_DOWN) if sniffer is not None and sniffer.is_sse else b""
                 await exchange.end_stream(in_band)
         except UpstreamError as exc:

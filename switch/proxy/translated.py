@@ -43,6 +43,7 @@ from switch.proxy.failures import (
     Attempt,
     Failure,
     attach_usage,
+    cancelled_outcome,
     error_status,
     fail,
     rejection,
@@ -246,12 +247,8 @@ class TranslatedPath:
                 meter.error = "upstream stream ended before the response was complete"
                 encoder.fail(502, meter.error)
         except asyncio.CancelledError:
-            task.uncancel()
-            if exchange.disconnected:
-                outcome = "client_cancelled"
-            else:  # the server is stopping (see `Relay._watched`): end the stream in-band
-                outcome = "incomplete_stream"
-                meter.error = SHUTTING_DOWN
+            outcome = cancelled_outcome(task, exchange, meter)
+            if outcome == "incomplete_stream":
                 encoder.fail(503, SHUTTING_DOWN)
         except RESPONSE_ERRORS as exc:
             status, outcome = error_status(exc)

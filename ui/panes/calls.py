@@ -65,25 +65,21 @@ def call_cells(row: dict[str, Any]) -> tuple[str | Text, ...]:
 class CallsPane(LedgerPane):
     """The call list: new calls appear on top while the cursor stays on the call it was on."""
 
-    class NewerLoaded(Message):
+    class RowsLoaded(Message):
+        """Calls read under `filters`; the subclass says which end of the list they go to."""
+
+        bubble = False
+
+        def __init__(self, filters: Filters, rows: list[dict[str, Any]]) -> None:
+            super().__init__()
+            self.filters = filters
+            self.rows = rows
+
+    class NewerLoaded(RowsLoaded):
         """Calls newer than the newest shown, read under `filters`."""
 
-        bubble = False
-
-        def __init__(self, filters: Filters, rows: list[dict[str, Any]]) -> None:
-            super().__init__()
-            self.filters = filters
-            self.rows = rows
-
-    class OlderLoaded(Message):
+    class OlderLoaded(RowsLoaded):
         """The page of calls older than the oldest shown, read under `filters`."""
-
-        bubble = False
-
-        def __init__(self, filters: Filters, rows: list[dict[str, Any]]) -> None:
-            super().__init__()
-            self.filters = filters
-            self.rows = rows
 
     def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
         super().__init__("Calls", ledger, clock, pane_id="calls")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import orjson
 
+from switch.protocols.error_headers import json_error_headers
+
 REQUEST_ID_HEADER = b"request-id"
 
 _TYPES: dict[int, str] = {
@@ -47,13 +49,6 @@ def error_event(status: int, message: str) -> bytes:
     return b"event: error\ndata: " + payload + b"\n\n"
 
 
-# Statuses a retry cannot fix; SDKs honour `x-should-retry` over their own status rules.
-_NO_RETRY = frozenset({400, 401, 403, 404, 413, 422, 501})
-
-
 def error_headers(status: int, request_id: str) -> list[tuple[bytes, bytes]]:
     """The headers of an error answer: JSON, the request id, and whether a retry may help."""
-    headers = [(b"content-type", b"application/json"), (REQUEST_ID_HEADER, request_id.encode())]
-    if status in _NO_RETRY:
-        headers.append((b"x-should-retry", b"false"))
-    return headers
+    return json_error_headers(status, request_id, REQUEST_ID_HEADER)

@@ -23,11 +23,10 @@ from switch.protocols.ir import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    UpstreamFormatError,
     Usage,
 )
 from switch.protocols.tools import ToolIndex
-from switch.protocols.wire import array, count, label, name, obj, optional_text, text
+from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
 _STOPS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -200,14 +199,7 @@ def usage_to_ir(usage: dict[str, Any]) -> Usage:
 
 def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
     """A complete Anthropic message → IR; raises `UpstreamFormatError` on a malformed body."""
-    raw_usage = body.get("usage")
-    usage = usage_to_ir(raw_usage) if type(raw_usage) is dict else Usage()
-    try:
-        return _response_to_ir(body, index, usage)
-    except UpstreamFormatError as exc:
-        if type(raw_usage) is dict:
-            exc.usage = usage
-        raise
+    return response_with_usage(body, index, usage_to_ir, _response_to_ir)
 
 
 def _response_to_ir(body: dict[str, Any], index: ToolIndex, usage: Usage) -> Response:

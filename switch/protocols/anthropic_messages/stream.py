@@ -22,6 +22,7 @@ from switch.protocols.anthropic_messages.inbound import usage_to_wire
 from switch.protocols.anthropic_messages.outbound import stop_reason_to_ir, usage_to_ir
 from switch.protocols.carry import client_tool_id, encode_reasoning
 from switch.protocols.ir import StopReason, StreamSink, UpstreamFormatError, UpstreamReportedError, Usage
+from switch.protocols.outbox import Outbox
 from switch.protocols.tools import ToolIndex
 from switch.protocols.wire import array_index, label, malformed, name, obj, optional_text, text
 
@@ -170,28 +171,21 @@ def _is_tool_input(arguments: str) -> bool:
         return False
 
 
-class StreamEncoder:
+class StreamEncoder(Outbox):
     """Encodes one response stream for an Anthropic client."""
 
     def __init__(self, message_id: str, model: str, input_estimate: int) -> None:
-        self.out: list[bytes] = []
+        super().__init__()
         self.state = BlockState.IDLE
         self.message_id = message_id
         self.model = model
         self.input_estimate = input_estimate
-        self.final_usage = Usage()
-        self.usage_seen = False
-        self.stop_reason: StopReason | None = None
-        self.stop_sequence: str | None = None
-        self.tool_call_ids: list[str] = []
-        self.reasoning_chunks: list[str] = []
         self._index = -1
         self._block_reasoning: list[str] = []
         self._tool_json: list[str] = []
         self._tool_index_to_block: dict[int, int] = {}
         self._open_tool: int | None = None
         self._delta_prefix = b""
-        self.emitted_chars = 0
 
     @property
     def content_started(self) -> bool:
@@ -311,16 +305,6 @@ class StreamEncoder:
         self._tool_json.append(fragment)
         self.out.append(self._delta_prefix + _dumps(fragment) + b"}}\n\n")
 
-    def usage(self, usage: Usage) -> None:
-        """Remember the upstream's usage for `message_delta`."""
-        self.final_usage = usage
-        self.usage_seen = True
-
-    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
-        """Remember why the model stopped."""
-        self.stop_reason = stop_reason
-        self.stop_sequence = stop_sequence
-
     # ---- blocks --------------------------------------------------------------------------------
 
     def _enter(self, kind: BlockState, force_new: bool = False) -> None:
@@ -364,11 +348,3 @@ class StreamEncoder:
             self._open_tool = None
         self.out.append(b'event: content_block_stop\ndata: {"type":"content_block_stop","index":' + index + b"}\n\n")
         self.state = BlockState.NONE
-
-    def take(self) -> bytes:
-        """Everything encoded since the last call, as one chunk to send."""
-        if not self.out:
-            return b""
-        data = b"".join(self.out)
-        self.out.clear()
-        return data

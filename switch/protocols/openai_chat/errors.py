@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 
+from switch.protocols.error_headers import json_error_headers
+
 REQUEST_ID_HEADER = b"x-request-id"
 
 _TYPES: dict[int, str] = {
@@ -45,13 +47,6 @@ def error_body(status: int, message: str, param: str | None = None, code: str | 
     return orjson.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
 
 
-# Statuses a retry cannot fix; SDKs honour `x-should-retry` over their own status rules.
-_NO_RETRY = frozenset({400, 401, 403, 404, 413, 422, 501})
-
-
 def error_headers(status: int, request_id: str) -> list[tuple[bytes, bytes]]:
     """The headers of an error answer: JSON, the request id, and whether a retry may help."""
-    headers = [(b"content-type", b"application/json"), (REQUEST_ID_HEADER, request_id.encode())]
-    if status in _NO_RETRY:
-        headers.append((b"x-should-retry", b"false"))
-    return headers
+    return json_error_headers(status, request_id, REQUEST_ID_HEADER)

@@ -30,11 +30,10 @@ from switch.protocols.ir import (
     ToolResultPart,
     ToolSpec,
     UnsupportedFeatureError,
-    UpstreamFormatError,
     Usage,
 )
 from switch.protocols.tools import CUSTOM_ARGUMENT, ToolIndex
-from switch.protocols.wire import array, count, label, name, obj, optional_text, text
+from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
 ReasoningStyle = Literal["reasoning_effort", "chat_template_args", "thinking", "none"]
 _EFFORT_ORDER: tuple[ReasoningEffort, ...] = (
@@ -326,14 +325,7 @@ def reasoning_of(fields: dict[str, Any]) -> str | None:
 
 def response_to_ir(body: dict[str, Any], index: ToolIndex) -> Response:
     """A complete chat completion → IR response; raises `UpstreamFormatError` on a malformed body."""
-    raw_usage = body.get("usage")
-    usage = usage_to_ir(raw_usage) if type(raw_usage) is dict else Usage()
-    try:
-        return _response_to_ir(body, index, usage)
-    except UpstreamFormatError as exc:
-        if type(raw_usage) is dict:
-            exc.usage = usage
-        raise
+    return response_with_usage(body, index, usage_to_ir, _response_to_ir)
 
 
 def _content_text(content: Any, where: str) -> str:

@@ -14,9 +14,10 @@ from typing import Any
 
 import orjson
 
-from switch.protocols.ir import Request, StopReason, StreamSink, UpstreamFormatError, UpstreamReportedError, Usage
+from switch.protocols.ir import Request, StopReason, StreamSink, UpstreamFormatError, UpstreamReportedError
 from switch.protocols.openai_chat.inbound import FINISH_REASONS, usage_to_wire
 from switch.protocols.openai_chat.outbound import stop_reason_to_ir, usage_to_ir
+from switch.protocols.outbox import Outbox
 from switch.protocols.tools import ToolIndex
 from switch.protocols.wire import (
     array,
@@ -124,22 +125,16 @@ class StreamDecoder:
 _dumps = orjson.dumps
 
 
-class StreamEncoder:
+class StreamEncoder(Outbox):
     """Encodes one response stream as chat completion chunks (`data:` lines, `[DONE]` last)."""
 
     def __init__(self, completion_id: str, request: Request, created: int) -> None:
-        self.out: list[bytes] = []
+        super().__init__()
         self.request = request
         self.include_usage = bool(request.provider_data.get("include_usage"))
-        self.final_usage = Usage()
-        self.usage_seen = False
-        self.stop_reason: StopReason | None = None
-        self.tool_call_ids: list[str] = []
-        self.reasoning_chunks: list[str] = []
         self._started = False
         self._done = False
         self._tool_positions: dict[int, int] = {}
-        self.emitted_chars = 0
         head = _dumps(
             {
                 "id": completion_id,
@@ -202,13 +197,6 @@ class StreamEncoder:
                 + b"}}]}"
             )
 
-    def usage(self, usage: Usage) -> None:
-        self.final_usage = usage
-        self.usage_seen = True
-
-    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
-        self.stop_reason = stop_reason
-
     def end(self) -> None:
         """The finish chunk, the usage chunk when the client asked for it, and `[DONE]`."""
         if self._done:
@@ -234,11 +222,3 @@ class StreamEncoder:
         )
         self.out.append(b"data: [DONE]\n\n")
         self._done = True
-
-    def take(self) -> bytes:
-        """Everything encoded since the last call."""
-        if not self.out:
-            return b""
-        data = b"".join(self.out)
-        self.out.clear()
-        return data

@@ -37,6 +37,7 @@ from switch.protocols.ir import (
     TextPart,
     ToolCallPart,
     ToolChoice,
+    ToolKind,
     ToolResultPart,
     ToolSpec,
     image_from_url,
@@ -170,36 +171,20 @@ def _tools(
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise wrong_type(f"{path}[{index}].name", "a non-empty string", name)
+        parameters: dict[str, Any] | None = None
+        fmt: dict[str, Any] | None = None
         if kind == "function":
             parameters = tool.get("parameters")
             if parameters is not None and not isinstance(parameters, dict):
                 raise wrong_type(f"{path}[{index}].parameters", "an object", parameters)
-            into.append(
-                ToolSpec(
-                    flat_name(namespace, name),
-                    description,
-                    parameters,
-                    "function",
-                    None,
-                    namespace,
-                    ns_description,
-                )
-            )
         else:
             fmt = tool.get("format")
             if fmt is not None and not isinstance(fmt, dict):
                 raise wrong_type(f"{path}[{index}].format", "an object", fmt)
-            into.append(
-                ToolSpec(
-                    flat_name(namespace, name),
-                    description,
-                    None,
-                    "custom",
-                    fmt,
-                    namespace,
-                    ns_description,
-                )
-            )
+        spec_kind: ToolKind = "function" if kind == "function" else "custom"
+        into.append(
+            ToolSpec(flat_name(namespace, name), description, parameters, spec_kind, fmt, namespace, ns_description)
+        )
 
 
 def _tool_choice(value: Any) -> ToolChoice | None:

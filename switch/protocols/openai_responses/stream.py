@@ -25,11 +25,11 @@ from switch.protocols.ir import (
     ToolCallPart,
     UpstreamFormatError,
     UpstreamReportedError,
-    Usage,
 )
 from switch.protocols.openai_responses.errors import failure_code
 from switch.protocols.openai_responses.items import call_item, message_item, reasoning_item, response_object, status_of
 from switch.protocols.openai_responses.outbound import usage_to_ir
+from switch.protocols.outbox import Outbox
 from switch.protocols.tools import ToolIndex, flat_name
 from switch.protocols.wire import array_index, label, name, obj, optional_text, text
 
@@ -50,21 +50,16 @@ class ItemState(Enum):
 _CONTINUES: frozenset[ItemState] = frozenset({ItemState.REASONING, ItemState.TEXT})
 
 
-class StreamEncoder:
+class StreamEncoder(Outbox):
     """Encodes one response stream for a Responses client."""
 
     def __init__(self, response_id: str, request: Request, next_id: Callable[[], str], created_at: int) -> None:
-        self.out: list[bytes] = []
+        super().__init__()
         self.state = ItemState.IDLE
         self.response_id = response_id
         self.request = request
         self.index = ToolIndex.of(request.tools)
         self.created_at = created_at
-        self.final_usage = Usage()
-        self.usage_seen = False
-        self.stop_reason: StopReason | None = None
-        self.tool_call_ids: list[str] = []
-        self.reasoning_chunks: list[str] = []
         self.output: list[dict[str, Any]] = []
         self._next_id = next_id
         self._seq = 0
@@ -73,7 +68,6 @@ class StreamEncoder:
         self._delta_head = b""
         self._delta_tail = b""
         self._call: tuple[str, str, bool] | None = None  # call_id, name, custom
-        self.emitted_chars = 0
 
     @property
     def content_started(self) -> bool:
@@ -134,14 +128,6 @@ class StreamEncoder:
         self._emit("response.failed", {"response": failed})
         self.state = ItemState.DONE
 
-    def take(self) -> bytes:
-        """Everything encoded since the last call."""
-        if not self.out:
-            return b""
-        data = b"".join(self.out)
-        self.out.clear()
-        return data
-
     # ---- StreamSink ----------------------------------------------------------------------------
 
     def reasoning_delta(self, text: str) -> None:
@@ -173,15 +159,6 @@ class StreamEncoder:
         if fragment and self.state is ItemState.TOOL:
             self._texts.append(fragment)
             self._delta(fragment)
-
-    def usage(self, usage: Usage) -> None:
-        """Remember usage for the terminal event."""
-        self.final_usage = usage
-        self.usage_seen = True
-
-    def finish(self, stop_reason: StopReason, stop_sequence: str | None = None) -> None:
-        """Remember why the model stopped."""
-        self.stop_reason = stop_reason
 
     # ---- items ---------------------------------------------------------------------------------
 
