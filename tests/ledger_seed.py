@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from switch.config import Settings
 from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer
+from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
 from switch.ledger.schema import COLUMNS, INSERT
 
@@ -29,6 +31,26 @@ def pricer_for(settings: Settings, kind: type[Pricer] = Pricer) -> Pricer:
         baseline_anthropic=settings.pricing.baseline_anthropic,
         baseline_openai=settings.pricing.baseline_openai,
     )
+
+
+def kimi_call(started_at: float, **fields: Any) -> CallRecord:
+    """A completed, streamed Kimi K3 call of Claude Code's subagent under the hybrid preset; `fields` add or change."""
+    values: dict[str, Any] = {
+        "started_at": started_at,
+        "harness": "claude-code",
+        "role": "subagent",
+        "preset": "hybrid",
+        "requested_model": "claude-opus-5-5",
+        "provider": "baseten",
+        "served_model": "moonshotai/Kimi-K3",
+        "inbound_api": "anthropic",
+        "upstream_api": "openai-chat",
+        "streamed": True,
+        "outcome": "completed",
+        "http_status": 200,
+        **fields,
+    }
+    return CallRecord(**values)
 
 
 def seeded_rows(
