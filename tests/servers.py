@@ -101,30 +101,6 @@ def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) ->
                 process.wait()
 
 
-def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`switch serve` started like `serve_process`, for callers that stop and reap it themselves.
-
-    Prefer `serve_process`: it reaps the process even when the test fails.
-    """
-    process = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(port)],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until(
-            lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer"
-        )
-        if process.poll() is not None:
-            raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
-    except BaseException:
-        process.kill()
-        process.wait()
-        raise
-    return process
-
-
 def send_post(sock: socket.socket, path: str, body: bytes) -> None:
     """Write one HTTP/1.1 JSON POST on a raw socket (for tests that read the answer byte by byte)."""
     sock.sendall(

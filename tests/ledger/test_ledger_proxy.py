@@ -26,7 +26,7 @@ from switch.ledger.spill import default_path as spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream, Reply, Turn
 from tests.ledger_seed import pricer_for
-from tests.servers import answers_health, free_port, send_post, serve, start_serve
+from tests.servers import answers_health, free_port, send_post, serve, serve_process
 
 KIMI = (3.0, 0.3, 15.0)  # USD per million: input, cached input, output
 OPUS = (4.0, 0.2, 20.0)
@@ -331,7 +331,7 @@ def test_stopping_the_proxy_right_after_calls_loses_none_of_them(isolated_home: 
     with serve(fake) as url:
         (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
         port = free_port()
-        with reaped(start_serve(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY})) as process:
+        with serve_process(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY}) as process:
             try:
                 client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0)
                 for index in range(3):
