@@ -118,10 +118,14 @@ def seed_ledger(path: Path, count: int, now: float = FROZEN_NOW, span_seconds: f
     connection: sqlite3.Connection = open_for_writing(path)
     batch = 50_000
     for first in range(0, count, batch):
-        rows = seeded_rows(min(batch, count - first), now, span_seconds, first, count)
-        named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
-        with connection:
-            connection.executemany(INSERT, rows)
-            connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
-            connection.executemany(UPSERT_SESSION, session_deltas(named))
+        write_rows(connection, seeded_rows(min(batch, count - first), now, span_seconds, first, count))
     connection.close()
+
+
+def write_rows(connection: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    """Insert `rows` (values in COLUMNS order) and add them to both rollups, in one transaction, as the writer does."""
+    named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    with connection:
+        connection.executemany(INSERT, rows)
+        connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
+        connection.executemany(UPSERT_SESSION, session_deltas(named))
