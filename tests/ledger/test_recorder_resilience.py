@@ -17,8 +17,9 @@ from switch.config import load_settings
 from switch.ledger.pricer import Pricer
 from switch.ledger.record import CallRecord
 from switch.ledger.recorder import Recorder
-from tests.ledger.test_ledger_proxy import DatabaseLock, rows, wait_until
+from tests.ledger.test_ledger_proxy import DatabaseLock, rows
 from tests.ledger_seed import kimi_call, pricer_for
+from tests.servers import wait_until
 
 
 def record(index: int, **changes: Any) -> CallRecord:
