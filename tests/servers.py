@@ -101,6 +101,16 @@ def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) ->
                 process.wait()
 
 
+def hang_up_once_streaming(url: str, body: bytes, marker: bytes = b"tick") -> None:
+    """POST `body` as a streamed Messages call to the proxy at `url`; close the socket once `marker` arrives."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        send_post(sock, "/v1/messages", body)
+        received = b""
+        while marker not in received:
+            received += sock.recv(4096)
+
+
 def send_post(sock: socket.socket, path: str, body: bytes) -> None:
     """Write one HTTP/1.1 JSON POST on a raw socket (for tests that read the answer byte by byte)."""
     sock.sendall(
