@@ -71,12 +71,10 @@ def answers_health(port: int) -> bool:
         return False
 
 
-@contextmanager
-def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[bytes]]:
+def start_serve(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
     """`switch serve --port PORT` as its own process (extra `env` on top of ours), once it answers.
 
-    The process is always ended and reaped on leaving, whatever the test did (it may have stopped
-    it already): SIGTERM, then SIGKILL if it does not exit in time.
+    The caller stops and reaps it; prefer `serve_process`, which does so even when the test fails.
     """
     process = subprocess.Popen(
         [sys.executable, "-m", "switch", "serve", "--port", str(port), *args],
@@ -90,6 +88,21 @@ def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) ->
         )
         if process.poll() is not None:
             raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process
+
+
+@contextmanager
+def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[bytes]]:
+    """`start_serve`, and on leaving the process is always ended and reaped, whatever the test did.
+
+    The test may have stopped it already; otherwise SIGTERM, then SIGKILL if it does not exit in time.
+    """
+    process = start_serve(port, env, args)
+    try:
         yield process
     finally:
         if process.poll() is None:
