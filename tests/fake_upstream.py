@@ -488,50 +488,16 @@ def responses_stream(turn: Turn, model: str, counter: itertools.count[int]) -> l
                 },
             )
         )
+        # Each kind streams its own text in its own delta event, which names the part it extends.
         if kind == "reasoning":
-            for piece in _pieces(turn.reasoning, turn.fragment):
-                events.append(
-                    _sse(
-                        "response.reasoning_summary_text.delta",
-                        {
-                            "type": "response.reasoning_summary_text.delta",
-                            "sequence_number": next(seq),
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "summary_index": 0,
-                            "delta": piece,
-                        },
-                    )
-                )
+            name, text, part = "response.reasoning_summary_text.delta", turn.reasoning, {"summary_index": 0}
         elif kind == "message":
-            for piece in _pieces(turn.text, turn.fragment):
-                events.append(
-                    _sse(
-                        "response.output_text.delta",
-                        {
-                            "type": "response.output_text.delta",
-                            "sequence_number": next(seq),
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "content_index": 0,
-                            "delta": piece,
-                        },
-                    )
-                )
+            name, text, part = "response.output_text.delta", turn.text, {"content_index": 0}
         else:
-            for piece in _pieces(item["arguments"], turn.fragment):
-                events.append(
-                    _sse(
-                        "response.function_call_arguments.delta",
-                        {
-                            "type": "response.function_call_arguments.delta",
-                            "sequence_number": next(seq),
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "delta": piece,
-                        },
-                    )
-                )
+            name, text, part = "response.function_call_arguments.delta", item["arguments"], {}
+        for piece in _pieces(text, turn.fragment):
+            delta = {"type": name, "sequence_number": next(seq), "item_id": item["id"], "output_index": index}
+            events.append(_sse(name, {**delta, **part, "delta": piece}))
         events.append(
             _sse(
                 "response.output_item.done",
