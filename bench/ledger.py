@@ -22,9 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from switch.config import Settings  # noqa: E402
-from switch.ledger.record import CallRecord  # noqa: E402
 from switch.ledger.recorder import Recorder  # noqa: E402
-from tests.ledger_seed import FROZEN_NOW, pricer_for, seed_ledger  # noqa: E402
+from tests.ledger_seed import FROZEN_NOW, kimi_call, pricer_for, seed_ledger  # noqa: E402
 
 
 def timed_command(args: list[str], env: dict[str, str]) -> float:
@@ -36,19 +35,8 @@ def timed_command(args: list[str], env: dict[str, str]) -> float:
 def recorder_rate(home: Path, count: int) -> float:
     recorder = Recorder(pricer_for(Settings()), database=home / "recorder.db", spill=home / "recorder.spill")
     recorder.start()
-    record = CallRecord(
-        started_at=time.time(),
-        harness="claude-code",
-        role="subagent",
-        preset="hybrid",
-        requested_model="claude-opus-5-5",
-        provider="baseten",
-        served_model="moonshotai/Kimi-K3",
-        inbound_api="anthropic",
-        upstream_api="openai-chat",
-        streamed=True,
-        outcome="completed",
-        http_status=200,
+    record = kimi_call(
+        time.time(),
         input_tokens=1000,
         output_tokens=200,
         cache_read_tokens=5000,

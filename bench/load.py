@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +29,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.overhead import free_port, percentile, rss_mb, wait_listening  # noqa: E402
+from bench.loopback import post_request, read_head, rss_mb, serving  # noqa: E402
+from bench.overhead import percentile  # noqa: E402
 from bench.workload import claude_code_request  # noqa: E402
 
 REQUEST_TIMEOUT = 60.0
@@ -62,10 +61,7 @@ class Client:
 
     def __init__(self, port: int, body: bytes) -> None:
         self.port = port
-        self.request = (
-            f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"x-api-key: bench\r\nContent-Length: {len(body)}\r\n\r\n"
-        ).encode() + body
+        self.request = post_request(port, "/v1/messages", body)
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -75,14 +71,7 @@ class Client:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         assert self.reader is not None
         self.writer.write(self.request)
-        status_line = await self.reader.readline()
-        headers: dict[bytes, bytes] = {}
-        while True:
-            line = await self.reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.partition(b":")
-            headers[name.strip().lower()] = value.strip()
+        status_line, headers = await read_head(self.reader)
         if b"content-length" in headers:
             body = await self.reader.readexactly(int(headers[b"content-length"]))
         else:
@@ -123,36 +112,10 @@ async def run_load(
     calls: int, concurrency: int, fail_every: int, home: Path | None = None, pin: bool = True
 ) -> LoadResult:
     """Run the whole scenario and return what the client saw, what the ledger holds and the RSS curve."""
-    upstream_port, proxy_port = free_port(), free_port()
     home = home or Path(tempfile.mkdtemp(prefix="switch-load-"))
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(
-        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n', encoding="utf-8"
-    )
-    env = {
-        **os.environ,
-        "SWITCH_HOME": str(home),
-        "BASETEN_API_KEY": "bench-key",
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-    }
-    upstream = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port)]
-        + ["--fail-every", str(fail_every)],
-        env=env,
-    )
-    proxy = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(proxy_port), "--log-level", "error"],
-        env=env,
-        cwd=str(ROOT),
-    )
-    cores = sorted(os.sched_getaffinity(0))
-    if pin and len(cores) > 1:
-        os.sched_setaffinity(proxy.pid, {cores[1]})
-        os.sched_setaffinity(upstream.pid, {cores[0]})
-        os.sched_setaffinity(0, {cores[0]})
-    try:
-        await asyncio.to_thread(wait_listening, upstream_port)
-        await asyncio.to_thread(wait_listening, proxy_port)
+    upstream_args = ("--fail-every", str(fail_every))
+    with serving(home, upstream_args, ("--log-level", "error"), pin) as stack:
+        proxy = stack.proxy
         result = LoadResult(calls=calls, injected=0, upstream_requests=0, rss_start_mb=rss_mb(proxy.pid))
         body = orjson.dumps(claude_code_request(stream=True))
         remaining = iter(range(calls))
@@ -161,7 +124,7 @@ async def run_load(
 
         async def worker() -> None:
             nonlocal done
-            client = Client(proxy_port, body)
+            client = Client(stack.proxy_port, body)
             for _ in remaining:
                 began = time.perf_counter()
                 try:
@@ -183,7 +146,7 @@ async def run_load(
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         result.seconds = time.perf_counter() - started
         result.rss_end_mb = rss_mb(proxy.pid)
-        stats = orjson.loads(await asyncio.to_thread(_get, upstream_port, "/stats"))
+        stats = orjson.loads(await asyncio.to_thread(_get, stack.upstream_port, "/stats"))
         result.injected, result.upstream_requests = stats["injected"], stats["requests"]
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the recorder writes just after each answer
@@ -193,11 +156,6 @@ async def run_load(
                 break
             await asyncio.sleep(0.1)
         return result
-    finally:
-        proxy.terminate()
-        upstream.terminate()
-        proxy.wait(10)
-        upstream.wait(10)
 
 
 def _get(port: int, path: str) -> bytes:

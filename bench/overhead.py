@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +28,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.loopback import post_request, read_head, rss_mb, serving  # noqa: E402
 from bench.workload import claude_code_request, codex_request  # noqa: E402
 from switch.protocols.anthropic_messages.inbound import request_to_ir  # noqa: E402
 from switch.protocols.openai_chat.outbound import request_from_ir  # noqa: E402
@@ -40,23 +38,11 @@ from switch.routing.resolve import ChatTarget  # noqa: E402
 KIMI = ChatTarget(
     "moonshotai/Kimi-K3", effort_levels=("low", "high", "max"), max_output_tokens=262144, fixed_sampling=True
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_listening(port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on {port}")
+# Each inbound API: its request, its translation to chat, its path, and the bytes of its first token.
+WORKLOADS = [
+    ("Claude Code 52 KB → chat", claude_code_request, request_to_ir, "/v1/messages?beta=true", b"text_delta"),
+    ("Codex 40 KB Responses → chat", codex_request, responses_request_to_ir, "/v1/responses", b"output_text.delta"),
+]
 
 
 @dataclass
@@ -77,22 +63,12 @@ class Connection:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         assert self.reader is not None
-        head = (
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
-            f"x-api-key: bench\r\nContent-Length: {len(body)}\r\n\r\n"
-        ).encode()
+        request = post_request(self.port, path, body)
         started = time.perf_counter()
-        self.writer.write(head + body)
-        status_line = await self.reader.readline()
+        self.writer.write(request)
+        status_line, headers = await read_head(self.reader)
         if b" 200 " not in status_line:
             raise RuntimeError(f"bad status {status_line!r}")
-        headers: dict[bytes, bytes] = {}
-        while True:
-            line = await self.reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.partition(b":")
-            headers[name.strip().lower()] = value.strip()
         first_token = 0.0
         if b"content-length" in headers:
             await self.reader.readexactly(int(headers[b"content-length"]))
@@ -166,71 +142,28 @@ async def throughput(port: int, path: str, body: bytes, marker: bytes, concurren
     return done / (time.perf_counter() - started)
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    upstream_port, proxy_port = free_port(), free_port()
-    home = tempfile.mkdtemp(prefix="switch-bench-")
-    Path(home, "config.toml").write_text(
-        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n', encoding="utf-8"
-    )
-    env = {
-        **os.environ,
-        "SWITCH_HOME": home,
-        "BASETEN_API_KEY": "bench-key",
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-    }
-    cores = sorted(os.sched_getaffinity(0))
-    shared_core, proxy_core = (cores[0], cores[1]) if len(cores) > 1 else (cores[0], cores[0])
-    os.sched_setaffinity(0, {shared_core})
-    upstream = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port)], env=env
-    )
-    os.sched_setaffinity(upstream.pid, {shared_core})
-    proxy = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(proxy_port)], env=env, cwd=str(ROOT)
-    )
     results: dict[str, Any] = {}
-    try:
-        os.sched_setaffinity(proxy.pid, {proxy_core})
-        await asyncio.to_thread(wait_listening, upstream_port)
-        await asyncio.to_thread(wait_listening, proxy_port)
-        for stream in (False, True):
-            anthropic_body = claude_code_request(stream=stream)
-            chat_body = request_from_ir(request_to_ir(anthropic_body), KIMI)
-            label = f"Claude Code 52 KB → chat, {'stream 100 chunks' if stream else 'no stream'}"
-            results[label] = await paired(
-                label,
-                (upstream_port, "/v1/chat/completions", orjson.dumps(chat_body), b'"content":"tok'),
-                (proxy_port, "/v1/messages?beta=true", orjson.dumps(anthropic_body), b"text_delta"),
-                args.requests,
-            )
-        for stream in (False, True):
-            codex_body = codex_request(stream=stream)
-            chat_body = request_from_ir(responses_request_to_ir(codex_body), KIMI)
-            label = f"Codex 40 KB Responses → chat, {'stream 100 chunks' if stream else 'no stream'}"
-            results[label] = await paired(
-                label,
-                (upstream_port, "/v1/chat/completions", orjson.dumps(chat_body), b'"content":"tok'),
-                (proxy_port, "/v1/responses", orjson.dumps(codex_body), b"output_text.delta"),
-                args.requests,
-            )
+    with serving(Path(tempfile.mkdtemp(prefix="switch-bench-"))) as stack:
+        for name, build, to_ir, path, marker in WORKLOADS:
+            for stream in (False, True):
+                inbound_body = build(stream=stream)
+                chat_body = request_from_ir(to_ir(inbound_body), KIMI)
+                label = f"{name}, {'stream 100 chunks' if stream else 'no stream'}"
+                results[label] = await paired(
+                    label,
+                    (stack.upstream_port, "/v1/chat/completions", orjson.dumps(chat_body), b'"content":"tok'),
+                    (stack.proxy_port, path, orjson.dumps(inbound_body), marker),
+                    args.requests,
+                )
         body = orjson.dumps(claude_code_request(stream=True))
-        rps_proxy = await throughput(proxy_port, "/v1/messages", body, b"text_delta", args.concurrency, args.seconds)
+        rps_proxy = await throughput(
+            stack.proxy_port, "/v1/messages", body, b"text_delta", args.concurrency, args.seconds
+        )
         print(f"streamed requests/s through the proxy at {args.concurrency} concurrent clients: {rps_proxy:.0f}")
         results["rps_streamed"] = rps_proxy
-        results["proxy_rss_mb"] = rss_mb(proxy.pid)
+        results["proxy_rss_mb"] = rss_mb(stack.proxy.pid)
         print(f"proxy RSS after the run: {results['proxy_rss_mb']:.1f} MB")
-    finally:
-        proxy.terminate()
-        upstream.terminate()
-        proxy.wait(10)
-        upstream.wait(10)
     return results
 
 

@@ -24,11 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from switch.ledger.columns import COLUMNS, INSERT  # noqa: E402
-from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas  # noqa: E402
+from switch.ledger.columns import COLUMNS  # noqa: E402
 from switch.statusline import line_for  # noqa: E402
 from switch.wiring import hook_argv  # noqa: E402
-from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows  # noqa: E402
+from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows, write_rows  # noqa: E402
 
 LONG_SESSION = "long-session"
 LONG_CALLS = 10_000
@@ -41,12 +40,8 @@ def add_long_session(path: Path) -> None:
         (*row[:position], LONG_SESSION, *row[position + 1 :])
         for row in seeded_rows(LONG_CALLS, FROZEN_NOW, 8 * 3600, 0, LONG_CALLS)
     ]
-    named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
     connection = sqlite3.connect(path)
-    with connection:
-        connection.executemany(INSERT, rows)
-        connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
-        connection.executemany(UPSERT_SESSION, session_deltas(named))
+    write_rows(connection, rows)
     connection.close()
 
 

@@ -14,9 +14,11 @@ from hypothesis import HealthCheck, settings
 
 from switch.config import load_settings
 from switch.ledger.record import CallRecord
+from switch.ledger.recorder import Recorder
 from switch.proxy.app import create_app
 from tests.fake_upstream import FakeChatUpstream
-from tests.servers import serve
+from tests.ledger_seed import pricer_for
+from tests.servers import serve, wait_until
 
 # Property tests: `ci` (the default) keeps the suite quick; `HYPOTHESIS_PROFILE=slow` runs 10x the
 # examples. No deadline: a loaded 2-core CI machine must not turn slowness into failures.
@@ -227,3 +229,28 @@ def multi_proxy(
         return proxy
 
     return start
+
+
+@pytest.fixture
+def ledger_proxy(
+    fake_chat: tuple[FakeChatUpstream, str],
+    start_proxy: Callable[..., Proxy],
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Proxy, Recorder]]:
+    """The proxy routing to the fake chat upstream and recording into the home's real SQLite ledger."""
+    fake, url = fake_chat
+    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
+    (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
+    recorder = Recorder(pricer_for(load_settings()))
+    recorder.start()
+    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}/v1"\n', sink=recorder, read_timeout=2.0)
+    proxy.upstream = fake
+    yield proxy, recorder
+    recorder.close()
+
+
+def drain(recorder: Recorder, expected: int) -> None:
+    """Close the recorder once `expected` records reached it (the proxy submits just after responding)."""
+    wait_until(lambda: recorder.written + recorder.spilled + recorder._queue.qsize() >= expected)
+    recorder.close()

@@ -319,6 +319,15 @@ def _sse(name: str, payload: dict[str, Any]) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
+def _anthropic_block(index: int, content_block: dict[str, Any], deltas: list[dict[str, Any]]) -> list[bytes]:
+    """One content block's events: its start, a delta event per delta, its stop."""
+    start = {"type": "content_block_start", "index": index, "content_block": content_block}
+    events = [_sse("content_block_start", start)]
+    events += [_sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
+    events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
 def anthropic_stream(turn: Turn, model: str, counter: itertools.count[int]) -> list[bytes]:
     """An Anthropic Messages stream for a turn."""
     usage = {
@@ -338,65 +347,14 @@ def anthropic_stream(turn: Turn, model: str, counter: itertools.count[int]) -> l
         "usage": usage,
     }
     events = [_sse("message_start", {"type": "message_start", "message": message})]
-    index = 0
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     if turn.reasoning:
-        events.append(
-            _sse(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-                },
-            )
-        )
-        for piece in _pieces(turn.reasoning, turn.fragment):
-            events.append(
-                _sse(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "thinking_delta", "thinking": piece},
-                    },
-                )
-            )
-        events.append(
-            _sse(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "signature_delta", "signature": "anthropic-sig"},
-                },
-            )
-        )
-        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-        index += 1
+        thinking = [{"type": "thinking_delta", "thinking": piece} for piece in _pieces(turn.reasoning, turn.fragment)]
+        signature = {"type": "signature_delta", "signature": "anthropic-sig"}
+        blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, [*thinking, signature]))
     if turn.text:
-        events.append(
-            _sse(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-        )
-        for piece in _pieces(turn.text, turn.fragment):
-            events.append(
-                _sse(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "text_delta", "text": piece},
-                    },
-                )
-            )
-        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-        index += 1
+        text = [{"type": "text_delta", "text": piece} for piece in _pieces(turn.text, turn.fragment)]
+        blocks.append(({"type": "text", "text": ""}, text))
     for call in turn.tool_calls:
         block = {
             "type": "tool_use",
@@ -404,22 +362,12 @@ def anthropic_stream(turn: Turn, model: str, counter: itertools.count[int]) -> l
             "name": call.name,
             "input": {},
         }
-        events.append(
-            _sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
-        )
-        for piece in _pieces(call.arguments, turn.fragment):
-            events.append(
-                _sse(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": piece},
-                    },
-                )
-            )
-        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-        index += 1
+        arguments = [
+            {"type": "input_json_delta", "partial_json": piece} for piece in _pieces(call.arguments, turn.fragment)
+        ]
+        blocks.append((block, arguments))
+    for index, (content_block, deltas) in enumerate(blocks):
+        events += _anthropic_block(index, content_block, deltas)
     stop = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}[
         turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
     ]
@@ -540,50 +488,16 @@ def responses_stream(turn: Turn, model: str, counter: itertools.count[int]) -> l
                 },
             )
         )
+        # Each kind streams its own text in its own delta event, which names the part it extends.
         if kind == "reasoning":
-            for piece in _pieces(turn.reasoning, turn.fragment):
-                events.append(
-                    _sse(
-                        "response.reasoning_summary_text.delta",
-                        {
-                            "type": "response.reasoning_summary_text.delta",
-                            "sequence_number": next(seq),
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "summary_index": 0,
-                            "delta": piece,
-                        },
-                    )
-                )
+            name, text, part = "response.reasoning_summary_text.delta", turn.reasoning, {"summary_index": 0}
         elif kind == "message":
-            for piece in _pieces(turn.text, turn.fragment):
-                events.append(
-                    _sse(
-                        "response.output_text.delta",
-                        {
-                            "type": "response.output_text.delta",
-                            "sequence_number": next(seq),
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "content_index": 0,
-                            "delta": piece,
-                        },
-                    )
-                )
+            name, text, part = "response.output_text.delta", turn.text, {"content_index": 0}
         else:
-            for piece in _pieces(item["arguments"], turn.fragment):
-                events.append(
-                    _sse(
-                        "response.function_call_arguments.delta",
-                        {
-                            "type": "response.function_call_arguments.delta",
-                            "sequence_number": next(seq),
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "delta": piece,
-                        },
-                    )
-                )
+            name, text, part = "response.function_call_arguments.delta", item["arguments"], {}
+        for piece in _pieces(text, turn.fragment):
+            delta = {"type": name, "sequence_number": next(seq), "item_id": item["id"], "output_index": index}
+            events.append(_sse(name, {**delta, **part, "delta": piece}))
         events.append(
             _sse(
                 "response.output_item.done",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from switch.config import Settings
 from switch.ledger.columns import COLUMNS, INSERT
 from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer
+from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
 
 FROZEN_NOW = 1_795_000_000.0  # a fixed "now" for tests: 2026-11-19
@@ -29,6 +31,26 @@ def pricer_for(settings: Settings, kind: type[Pricer] = Pricer) -> Pricer:
         baseline_anthropic=settings.pricing.baseline_anthropic,
         baseline_openai=settings.pricing.baseline_openai,
     )
+
+
+def kimi_call(started_at: float, **fields: Any) -> CallRecord:
+    """A completed, streamed Kimi K3 call of Claude Code's subagent under the hybrid preset; `fields` add or change."""
+    values: dict[str, Any] = {
+        "started_at": started_at,
+        "harness": "claude-code",
+        "role": "subagent",
+        "preset": "hybrid",
+        "requested_model": "claude-opus-5-5",
+        "provider": "baseten",
+        "served_model": "moonshotai/Kimi-K3",
+        "inbound_api": "anthropic",
+        "upstream_api": "openai-chat",
+        "streamed": True,
+        "outcome": "completed",
+        "http_status": 200,
+        **fields,
+    }
+    return CallRecord(**values)
 
 
 def seeded_rows(
@@ -96,10 +118,14 @@ def seed_ledger(path: Path, count: int, now: float = FROZEN_NOW, span_seconds: f
     connection: sqlite3.Connection = open_for_writing(path)
     batch = 50_000
     for first in range(0, count, batch):
-        rows = seeded_rows(min(batch, count - first), now, span_seconds, first, count)
-        named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
-        with connection:
-            connection.executemany(INSERT, rows)
-            connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
-            connection.executemany(UPSERT_SESSION, session_deltas(named))
+        write_rows(connection, seeded_rows(min(batch, count - first), now, span_seconds, first, count))
     connection.close()
+
+
+def write_rows(connection: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    """Insert `rows` (values in COLUMNS order) and add them to both rollups, in one transaction, as the writer does."""
+    named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    with connection:
+        connection.executemany(INSERT, rows)
+        connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
+        connection.executemany(UPSERT_SESSION, session_deltas(named))

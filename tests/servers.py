@@ -71,43 +71,13 @@ def answers_health(port: int) -> bool:
         return False
 
 
-@contextmanager
-def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[bytes]]:
+def start_serve(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
     """`switch serve --port PORT` as its own process (extra `env` on top of ours), once it answers.
 
-    The process is always ended and reaped on leaving, whatever the test did (it may have stopped
-    it already): SIGTERM, then SIGKILL if it does not exit in time.
+    The caller stops and reaps it; prefer `serve_process`, which does so even when the test fails.
     """
     process = subprocess.Popen(
         [sys.executable, "-m", "switch", "serve", "--port", str(port), *args],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until(
-            lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer"
-        )
-        if process.poll() is not None:
-            raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
-        yield process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`switch serve` started like `serve_process`, for callers that stop and reap it themselves.
-
-    Prefer `serve_process`: it reaps the process even when the test fails.
-    """
-    process = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(port)],
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -123,6 +93,35 @@ def start_serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
         process.wait()
         raise
     return process
+
+
+@contextmanager
+def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[bytes]]:
+    """`start_serve`, and on leaving the process is always ended and reaped, whatever the test did.
+
+    The test may have stopped it already; otherwise SIGTERM, then SIGKILL if it does not exit in time.
+    """
+    process = start_serve(port, env, args)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def hang_up_once_streaming(url: str, body: bytes, marker: bytes = b"tick") -> None:
+    """POST `body` as a streamed Messages call to the proxy at `url`; close the socket once `marker` arrives."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        send_post(sock, "/v1/messages", body)
+        received = b""
+        while marker not in received:
+            received += sock.recv(4096)
 
 
 def send_post(sock: socket.socket, path: str, body: bytes) -> None:

@@ -15,21 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from switch.cli import app
+from tests.commands import run_switch, stand_in
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.servers import free_port
-
-
-def run_switch(
-    *args: str, env: dict[str, str] | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "switch", *args],
-        env={**os.environ, **(env or {})},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_up_status_down_sequence(isolated_home: Path) -> None:
@@ -71,19 +59,17 @@ def test_stale_record_is_explained(isolated_home: Path) -> None:
 def test_run_claude_passes_settings_and_returns_its_exit_code(isolated_home: Path, tmp_path: Path) -> None:
     port = free_port()
     (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     record = tmp_path / "argv.json"
-    fake = bin_dir / "claude"
-    fake.write_text(
-        "#!/usr/bin/env python3\nimport json, sys, urllib.request\n"
+    path = stand_in(
+        tmp_path,
+        "claude",
+        "import json, sys, urllib.request\n"
         f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
         "settings = json.loads(sys.argv[sys.argv.index('--settings') + 1])\n"
         "urllib.request.urlopen(settings['env']['ANTHROPIC_BASE_URL'] + '/healthz').read()\n"
-        "sys.exit(7)\n"
+        "sys.exit(7)\n",
     )
-    fake.chmod(0o755)
-    result = run_switch("run", "claude", "--", "-p", "hello", env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    result = run_switch("run", "claude", "--", "-p", "hello", env={"PATH": path})
     assert result.returncode == 7, result.stderr
     argv = json.loads(record.read_text())
     settings = json.loads(argv[argv.index("--settings") + 1])
@@ -175,19 +161,17 @@ def test_run_dcode_keeps_the_users_key_and_only_fills_a_missing_one(
 ) -> None:
     port = free_port()
     (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     record = tmp_path / "env.json"
-    fake = bin_dir / "dcode"
-    fake.write_text(
-        "#!/usr/bin/env python3\nimport json, os, urllib.request\n"
+    path = stand_in(
+        tmp_path,
+        "dcode",
+        "import json, os, urllib.request\n"
         "names = ('OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENAI_BASE_URL')\n"
         f"open({str(record)!r}, 'w').write(json.dumps({{n: os.environ.get(n) for n in names}}))\n"
-        "urllib.request.urlopen(os.environ['OPENAI_BASE_URL'].removesuffix('/v1') + '/healthz').read()\n"
+        "urllib.request.urlopen(os.environ['OPENAI_BASE_URL'].removesuffix('/v1') + '/healthz').read()\n",
     )
-    fake.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    env["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
+    env["PATH"] = path
     if user_key is not None:
         env["OPENAI_API_KEY"] = user_key
     result = subprocess.run(

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from switch import keys
 from tests.cli.keyring_backends import BlockingKeychain
-from tests.cli.test_daemon_keys_doctor import run_switch
+from tests.commands import run_switch
 from tests.conftest import FAKE_BASETEN_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream
 from tests.servers import free_port

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,8 +12,8 @@ import httpx
 import pytest
 
 import switch
-from tests.cli.test_daemon_keys_doctor import run_switch
-from tests.servers import answers_health, free_port, start_serve
+from tests.commands import run_switch, stand_in
+from tests.servers import answers_health, free_port, serve_process
 
 
 @dataclass
@@ -39,16 +38,8 @@ def other_proxy(tmp_path: Path, isolated_home: Path) -> Iterator[OtherProxy]:
     port = free_port()
     (home / "config.toml").write_text(f"[server]\nport = {port}\n")
     (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
-    process = start_serve(port, {"SWITCH_HOME": str(home)})
-    try:
+    with serve_process(port, {"SWITCH_HOME": str(home)}) as process:
         yield OtherProxy(home, port, process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def test_healthz_names_the_home_pid_and_version(other_proxy: OtherProxy) -> None:
@@ -91,20 +82,18 @@ def test_status_up_down_doctor_and_dashboard_leave_another_homes_proxy_alone(
 def test_run_claude_from_another_home_gets_a_proxy_of_its_own(
     isolated_home: Path, tmp_path: Path, other_proxy: OtherProxy
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     seen = tmp_path / "seen.json"
-    fake = bin_dir / "claude"
-    fake.write_text(
-        "#!/usr/bin/env python3\nimport json, sys, urllib.request\n"
+    path = stand_in(
+        tmp_path,
+        "claude",
+        "import json, sys, urllib.request\n"
         "settings = json.loads(sys.argv[sys.argv.index('--settings') + 1])\n"
         "base = settings['env']['ANTHROPIC_BASE_URL']\n"
         "health = json.loads(urllib.request.urlopen(base + '/healthz').read())\n"
-        f"open({str(seen)!r}, 'w').write(json.dumps({{'base': base, 'health': health}}))\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps({{'base': base, 'health': health}}))\n",
     )
-    fake.chmod(0o755)
 
-    result = run_switch("run", "claude", env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    result = run_switch("run", "claude", env={"PATH": path})
 
     assert result.returncode == 0, result.stderr
     observed = json.loads(seen.read_text())

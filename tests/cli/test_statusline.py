@@ -24,7 +24,7 @@ from switch.config import Settings
 from switch.ledger import queries
 from switch.ledger.record import CallRecord
 from switch.ledger.recorder import Recorder
-from tests.ledger_seed import pricer_for, seed_ledger
+from tests.ledger_seed import kimi_call, pricer_for, seed_ledger
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "statusline"
 CLAUDE_INPUT = (CAPTURED / "claude_code_after_turn.json").read_text()
@@ -37,18 +37,7 @@ NOW = 1_795_000_000.0
 def call(session: str, offset: float, **fields: Any) -> CallRecord:
     """A completed, priced Kimi K3 orchestrator call in `session`, `offset` seconds after NOW."""
     values: dict[str, Any] = {
-        "started_at": NOW + offset,
-        "harness": "claude-code",
         "role": "orchestrator",
-        "preset": "hybrid",
-        "requested_model": "claude-opus-5-5",
-        "provider": "baseten",
-        "served_model": "moonshotai/Kimi-K3",
-        "inbound_api": "anthropic",
-        "upstream_api": "openai-chat",
-        "streamed": True,
-        "outcome": "completed",
-        "http_status": 200,
         "session_id": session,
         "input_tokens": 2_000,
         "output_tokens": 400,
@@ -56,8 +45,7 @@ def call(session: str, offset: float, **fields: Any) -> CallRecord:
         "usage_reported": True,
         "duration_ms": 2_000.0,
     }
-    values.update(fields)
-    return CallRecord(**values)
+    return kimi_call(NOW + offset, **{**values, **fields})
 
 
 GLM = {"served_model": "zai-org/GLM-5.2"}

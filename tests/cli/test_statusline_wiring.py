@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +18,8 @@ from typer.testing import CliRunner
 from switch import wiring
 from switch.cli import app
 from tests.cli.test_wiring import CODEX, SETTINGS
-from tests.servers import free_port, start_serve
+from tests.commands import run_switch, stand_in
+from tests.servers import free_port, serve_process
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "statusline"
 THEIR_STATUSLINE = {"type": "command", "command": "~/.claude/my-statusline.sh", "padding": 1}
@@ -144,32 +144,24 @@ def test_codex_off_after_user_edits_removes_only_switchs_notify(homes: dict[str,
     assert "notify" not in document and document["profiles"]["later"]["model"] == "x"
 
 
-def fake_harness(tmp_path: Path, name: str) -> Path:
-    """A stand-in for the harness executable that records the arguments `switch run` launches it with."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    script = bin_dir / name
-    script.write_text(
-        f"#!{sys.executable}\nimport json, sys, pathlib\n"
-        f"pathlib.Path({str(tmp_path / 'argv.json')!r}).write_text(json.dumps(sys.argv[1:]))\n"
+def fake_harness(tmp_path: Path, name: str) -> str:
+    """PATH with a stand-in for the harness that records the arguments `switch run` launches it with."""
+    return stand_in(
+        tmp_path,
+        name,
+        "import json, sys, pathlib\n"
+        f"pathlib.Path({str(tmp_path / 'argv.json')!r}).write_text(json.dumps(sys.argv[1:]))\n",
     )
-    script.chmod(0o755)
-    return bin_dir
 
 
 def test_run_claude_uses_the_status_line_for_that_launch_only(homes: dict[str, Path], tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": f"{fake_harness(tmp_path, 'claude')}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": fake_harness(tmp_path, "claude")}
     with serving_proxy(env):
         for theirs in (False, True):
             if theirs:
                 homes["claude"].write_text(with_their_statusline())
             before = homes["claude"].read_bytes() if theirs else None
-            result = subprocess.run(
-                [sys.executable, "-m", "switch", "run", "claude", "--", "-p", "hi"],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
+            result = run_switch("run", "claude", "--", "-p", "hi", env=env)
             assert result.returncode == 0, result.stderr
             argv = json.loads((tmp_path / "argv.json").read_text())
             launch = json.loads(argv[argv.index("--settings") + 1])
@@ -182,14 +174,9 @@ def test_run_claude_uses_the_status_line_for_that_launch_only(homes: dict[str, P
 def test_run_codex_chains_the_users_notify_for_that_launch_only(homes: dict[str, Path], tmp_path: Path) -> None:
     original = f"notify = {json.dumps(THEIR_NOTIFY)}\n"
     homes["codex"].write_text(original)
-    env = {**os.environ, "PATH": f"{fake_harness(tmp_path, 'codex')}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": fake_harness(tmp_path, "codex")}
     with serving_proxy(env):
-        result = subprocess.run(
-            [sys.executable, "-m", "switch", "run", "codex", "--", "exec", "hi"],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        result = run_switch("run", "codex", "--", "exec", "hi", env=env)
     assert result.returncode == 0, result.stderr
     argv = json.loads((tmp_path / "argv.json").read_text())
     overrides = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-c"]
@@ -204,13 +191,5 @@ def serving_proxy(env: dict[str, str]) -> Iterator[None]:
     """A real `switch serve` for `switch run` to find, stopped (and reaped) whatever happens."""
     port = free_port()
     (Path(env["SWITCH_HOME"]) / "config.toml").write_text(f"[server]\nport = {port}\n")
-    process = start_serve(port, env)
-    try:
+    with serve_process(port, env):
         yield
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,10 @@ import pytest
 from switch.config import load_settings
 from switch.ledger.recorder import Recorder
 from switch.ledger.spill import default_path as spill_file
-from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
+from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy, drain
 from tests.fake_upstream import FakeChatUpstream, Reply, Turn
 from tests.ledger_seed import pricer_for
-from tests.servers import answers_health, free_port, send_post, serve, start_serve
+from tests.servers import answers_health, free_port, send_post, serve, serve_process, wait_until
 
 KIMI = (3.0, 0.3, 15.0)  # USD per million: input, cached input, output
 OPUS = (4.0, 0.2, 20.0)
@@ -34,12 +34,6 @@ OPUS = (4.0, 0.2, 20.0)
 
 def by_hand(prices: tuple[float, float, float], uncached: int, cached: int, output: int) -> int:
     return round(uncached * prices[0] + cached * prices[1] + output * prices[2])
-
-
-def drain(recorder: Recorder, expected: int) -> None:
-    """Close the recorder once `expected` records reached it (the proxy submits just after responding)."""
-    wait_until(lambda: recorder.written + recorder.spilled + recorder._queue.qsize() >= expected)
-    recorder.close()
 
 
 def rows(home: Path) -> list[dict[str, Any]]:
@@ -53,24 +47,6 @@ def rows(home: Path) -> list[dict[str, Any]]:
         return []  # not created or migrated yet
     finally:
         connection.close()
-
-
-@pytest.fixture
-def ledger_proxy(
-    fake_chat: tuple[FakeChatUpstream, str],
-    start_proxy: Callable[..., Proxy],
-    isolated_home: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[tuple[Proxy, Recorder]]:
-    fake, url = fake_chat
-    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
-    (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
-    recorder = Recorder(pricer_for(load_settings()))
-    recorder.start()
-    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}/v1"\n', sink=recorder, read_timeout=2.0)
-    proxy.upstream = fake
-    yield proxy, recorder
-    recorder.close()
 
 
 def test_rows_hold_usage_costs_and_timings_for_every_inbound_api(
@@ -213,14 +189,6 @@ class DatabaseLock:
             pass
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
-
-
 def test_locked_database_loses_no_call(ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path) -> None:
     proxy, recorder = ledger_proxy
     client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
@@ -331,7 +299,7 @@ def test_stopping_the_proxy_right_after_calls_loses_none_of_them(isolated_home: 
     with serve(fake) as url:
         (isolated_home / "config.toml").write_text(f'[providers.baseten]\nbase_url = "{url}/v1"\n')
         port = free_port()
-        with reaped(start_serve(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY})) as process:
+        with serve_process(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY}) as process:
             try:
                 client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0)
                 for index in range(3):

@@ -26,7 +26,7 @@ from switch.ledger.columns import COLUMNS
 from switch.ledger.migrations import migrate
 from switch.ledger.record import CallRecord
 from switch.ledger.recorder import Recorder
-from tests.ledger_seed import pricer_for
+from tests.ledger_seed import kimi_call, pricer_for
 
 ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Asia/Kathmandu"]
 # St. John's turns its clocks back on 1 November 2026: the calls span that night.
@@ -57,19 +57,9 @@ def calls(count: int, seed: int) -> list[CallRecord]:
     quarter_hours = [START + rng.randrange(SPAN // 900) * 900 for _ in range(count - len(moments))]
     moments += [edge + rng.uniform(-120, 120) for edge in quarter_hours]
     return [
-        CallRecord(
-            started_at=moment,
-            harness="claude-code",
+        kimi_call(
+            moment,
             role=rng.choice(["orchestrator", "subagent"]),
-            preset="hybrid",
-            requested_model="claude-opus-5-5",
-            provider="baseten",
-            served_model="moonshotai/Kimi-K3",
-            inbound_api="anthropic",
-            upstream_api="openai-chat",
-            streamed=True,
-            outcome="completed",
-            http_status=200,
             input_tokens=rng.randrange(1, 5000),
             output_tokens=rng.randrange(1, 500),
         )

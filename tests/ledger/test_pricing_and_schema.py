@@ -11,7 +11,7 @@ from switch.ledger.migrations import LATEST, MIGRATIONS, current_version, migrat
 from switch.ledger.pricing import PriceTable, Tokens
 from switch.ledger.record import CallRecord
 from switch.ledger.schema import Call
-from tests.ledger_seed import pricer_for
+from tests.ledger_seed import kimi_call, pricer_for
 
 
 def test_kimi_k3_on_baseten_costs_to_the_micro_dollar() -> None:
@@ -45,27 +45,14 @@ def test_unknown_model_is_unpriced_and_overrides_win() -> None:
 
 
 def record(**fields: object) -> CallRecord:
-    base: dict[str, object] = {
-        "started_at": 1.0,
-        "harness": "claude-code",
-        "role": "subagent",
-        "preset": "hybrid",
-        "requested_model": "claude-opus-5-5",
-        "provider": "baseten",
-        "served_model": "moonshotai/Kimi-K3",
-        "inbound_api": "anthropic",
-        "upstream_api": "openai-chat",
-        "streamed": True,
-        "outcome": "completed",
-        "http_status": 200,
+    usage: dict[str, object] = {
         "input_tokens": 2000,
         "cache_read_tokens": 8000,
         "output_tokens": 300,
         "ttft_ms": 200.0,
         "duration_ms": 1200.0,
     }
-    base.update(fields)
-    return CallRecord(**base)  # type: ignore[arg-type]
+    return kimi_call(1.0, **{**usage, **fields})
 
 
 def test_row_carries_cost_native_cost_and_the_prices_used() -> None:

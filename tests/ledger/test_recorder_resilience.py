@@ -17,31 +17,15 @@ from switch.config import load_settings
 from switch.ledger.pricer import Pricer
 from switch.ledger.record import CallRecord
 from switch.ledger.recorder import Recorder
-from tests.ledger.test_ledger_proxy import DatabaseLock, rows, wait_until
-from tests.ledger_seed import pricer_for
+from tests.ledger.test_ledger_proxy import DatabaseLock, rows
+from tests.ledger_seed import kimi_call, pricer_for
+from tests.servers import wait_until
 
 
 def record(index: int, **changes: Any) -> CallRecord:
     """A priced Kimi call; `request_bytes` carries `index` so each row can be told apart."""
-    fields: dict[str, Any] = {
-        "started_at": 1_780_000_000.0 + index,
-        "harness": "claude-code",
-        "role": "subagent",
-        "preset": "hybrid",
-        "requested_model": "claude-opus-5-5",
-        "provider": "baseten",
-        "served_model": "moonshotai/Kimi-K3",
-        "inbound_api": "anthropic",
-        "upstream_api": "openai-chat",
-        "streamed": True,
-        "outcome": "completed",
-        "http_status": 200,
-        "input_tokens": 1000,
-        "output_tokens": 100,
-        "request_bytes": index,
-        **changes,
-    }
-    return CallRecord(**fields)
+    fields: dict[str, Any] = {"input_tokens": 1000, "output_tokens": 100, "request_bytes": index, **changes}
+    return kimi_call(1_780_000_000.0 + index, **fields)
 
 
 class TroublePricer(Pricer):

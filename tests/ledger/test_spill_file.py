@@ -15,25 +15,18 @@ from hypothesis import strategies as st
 from switch.config import Settings
 from switch.ledger.record import CallRecord
 from switch.ledger.recorder import Recorder
-from tests.ledger_seed import pricer_for
+from tests.ledger_seed import kimi_call, pricer_for
 
 PRICER = pricer_for(Settings())
 
 
 def good_record(index: int) -> CallRecord:
-    return CallRecord(
-        started_at=1_780_000_000.0 + index * 61.5,
+    return kimi_call(
+        1_780_000_000.0 + index * 61.5,
         harness="codex",
-        role="subagent",
-        preset="hybrid",
         requested_model="gpt-5.5",
-        provider="baseten",
-        served_model="moonshotai/Kimi-K3",
         inbound_api="openai-responses",
-        upstream_api="openai-chat",
         streamed=False,
-        outcome="completed",
-        http_status=200,
         input_tokens=100 + index,
         output_tokens=10,
         request_bytes=index,

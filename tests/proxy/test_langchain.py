@@ -137,21 +137,18 @@ def deepagents_history(subagent: bool) -> list[SystemMessage | HumanMessage]:
 
 def langchain_models(proxy: Proxy) -> dict[str, ChatOpenAI | ChatAnthropic]:
     """Plain LangChain chat models pointed at the model name switch offers LangChain, as `langchain env` says."""
+    openai_models = {
+        api: ChatOpenAI(
+            model=CLASSIFYING_MODEL,
+            base_url=proxy.url + "/v1",
+            api_key="lc-client-key",  # type: ignore[arg-type]
+            use_responses_api=api == "responses",
+            max_retries=0,
+        )
+        for api in ("chat-completions", "responses")
+    }
     return {
-        "chat-completions": ChatOpenAI(
-            model=CLASSIFYING_MODEL,
-            base_url=proxy.url + "/v1",
-            api_key="lc-client-key",  # type: ignore[arg-type]
-            use_responses_api=False,
-            max_retries=0,
-        ),
-        "responses": ChatOpenAI(
-            model=CLASSIFYING_MODEL,
-            base_url=proxy.url + "/v1",
-            api_key="lc-client-key",  # type: ignore[arg-type]
-            use_responses_api=True,
-            max_retries=0,
-        ),
+        **openai_models,
         "anthropic": ChatAnthropic(
             model_name=CLASSIFYING_MODEL,
             base_url=proxy.url,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anthropic
 import pytest
 
@@ -150,23 +152,19 @@ def test_parallel_tool_calls_stream_as_separate_blocks(kimi_proxy: Proxy) -> Non
     assert len({b.id for b in final.content[1:]}) == 2  # type: ignore[union-attr]
 
 
+def ask_with_blocks(proxy: Proxy, blocks: list[Any]) -> None:
+    """One user turn made of content `blocks`, sent through the proxy."""
+    client(proxy).messages.create(model="m", max_tokens=50, messages=[{"role": "user", "content": blocks}])
+
+
 def test_images_base64_and_url_reach_upstream_as_image_url(kimi_proxy: Proxy) -> None:
     assert kimi_proxy.upstream is not None
-    client(kimi_proxy).messages.create(
-        model="m",
-        max_tokens=50,
-        messages=[
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
-                    },
-                    {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
-                    {"type": "text", "text": "what is this?"},
-                ],
-            }
+    ask_with_blocks(
+        kimi_proxy,
+        [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
+            {"type": "text", "text": "what is this?"},
         ],
     )
     content = kimi_proxy.upstream.received[0].json["messages"][0]["content"]
@@ -179,20 +177,9 @@ def test_images_base64_and_url_reach_upstream_as_image_url(kimi_proxy: Proxy) ->
 
 def test_document_block_is_a_clear_400(kimi_proxy: Proxy) -> None:
     with pytest.raises(anthropic.BadRequestError) as caught:
-        client(kimi_proxy).messages.create(
-            model="m",
-            max_tokens=50,
-            messages=[
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "document",
-                            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
-                        }
-                    ],
-                }
-            ],
+        ask_with_blocks(
+            kimi_proxy,
+            [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}],
         )
     assert "document" in str(caught.value)
     assert caught.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable, Iterator
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.conftest import FAKE_CLIENT_KEY, Proxy, load_capture
 from tests.fake_upstream import ANTHROPIC_STREAM, FakeAnthropicUpstream, Reply
-from tests.servers import send_post, serve, wait_until
+from tests.servers import hang_up_once_streaming, serve, wait_until
 
 
 @pytest.fixture
@@ -128,12 +127,7 @@ def test_client_disconnect_mid_stream_cancels_upstream_and_is_recorded(
     chunks = [b'data: {"choices":[{"index":0,"delta":{"content":"tick "}}]}\n\n'] * 200
     kimi_proxy.upstream.script(Reply(200, chunks, delay_between=0.05))
     body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]})
-    port = int(kimi_proxy.url.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        send_post(sock, "/v1/messages", body)
-        received = b""
-        while b"tick" not in received:
-            received += sock.recv(4096)
+    hang_up_once_streaming(kimi_proxy.url, body)
     started = time.monotonic()
     record = kimi_proxy.sink.wait(1)[0]
     assert record.outcome == "client_cancelled"
@@ -157,12 +151,7 @@ def test_client_disconnect_mid_native_stream_is_recorded_promptly(
     body = orjson.dumps(
         {"model": "claude-opus-5-5", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]}
     )
-    port = int(proxy.url.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        send_post(sock, "/v1/messages", body)
-        received = b""
-        while b"tick" not in received:
-            received += sock.recv(4096)
+    hang_up_once_streaming(proxy.url, body)
     started = time.monotonic()
     record = proxy.sink.wait(1)[0]
     # the pass-through stops within a moment of the client leaving, not after the upstream's 4 s

@@ -14,12 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from switch.cli import app as cli_app
-from switch.config import load_settings
 from switch.ledger.recorder import Recorder
 from switch.routing.presets import set_active
-from tests.conftest import FAKE_BASETEN_KEY, Proxy, load_capture, presets_of
+from tests.conftest import FAKE_BASETEN_KEY, Proxy, drain, load_capture, presets_of
 from tests.fake_upstream import FakeChatUpstream, Turn
-from tests.ledger_seed import pricer_for
 from tests.servers import serve, wait_until
 
 SKIP = {"host", "content-length", "connection", "accept-encoding"}
@@ -127,19 +125,10 @@ def test_session_keeps_its_target_across_a_preset_switch(
         )
 
 
-def test_spend_by_session_reports_hit_rate_and_cache_savings(
-    fake_chat: tuple[FakeChatUpstream, str],
-    start_proxy: Callable[..., Proxy],
-    isolated_home: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    fake, url = fake_chat
-    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
-    config = f'[providers.baseten]\nbase_url = "{url}/v1"\n'
-    (isolated_home / "config.toml").write_text(config)
-    recorder = Recorder(pricer_for(load_settings()))
-    recorder.start()
-    proxy = start_proxy(config, sink=recorder)
+def test_spend_by_session_reports_hit_rate_and_cache_savings(ledger_proxy: tuple[Proxy, Recorder]) -> None:
+    proxy, recorder = ledger_proxy
+    fake = proxy.upstream
+    assert fake is not None
     turns: dict[str, list[tuple[int, int]]] = {"s-1": [(1000, 0), (1500, 1000)], "s-2": [(3000, 2400)]}
     client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
     for session, calls in turns.items():
@@ -151,8 +140,6 @@ def test_spend_by_session_reports_hit_rate_and_cache_savings(
                 messages=[{"role": "user", "content": "x"}],
                 extra_headers={"x-claude-code-session-id": session},
             )
-    from tests.ledger.test_ledger_proxy import drain
-
     drain(recorder, 3)
     result = CliRunner().invoke(cli_app, ["spend", "--by", "session", "--json"])
     assert result.exit_code == 0, result.output

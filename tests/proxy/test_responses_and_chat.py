@@ -9,6 +9,7 @@ import httpx
 import openai
 import orjson
 import pytest
+from openai.types.responses import Response
 
 from tests.chat_grammar import assert_valid_chat_request
 from tests.conftest import FAKE_BASETEN_KEY, Proxy, capture_names, load_capture
@@ -66,24 +67,41 @@ def script_three_calls(proxy: Proxy) -> None:
     )
 
 
-@pytest.mark.parametrize("stream", [True, False])
-def test_responses_two_turn_tool_loop_with_function_custom_and_namespace_tools(kimi_proxy: Proxy, stream: bool) -> None:
-    assert kimi_proxy.upstream is not None
-    script_three_calls(kimi_proxy)
-    sdk = client(kimi_proxy)
+def three_calls_answer(proxy: Proxy, stream: bool, **options: Any) -> tuple[openai.OpenAI, dict[str, Any], Response]:
+    """The SDK, the request (`do it` with TOOLS and `options`) and its answer, streamed or not, of three calls."""
+    script_three_calls(proxy)
+    sdk = client(proxy)
     request: dict[str, Any] = {
         "model": "gpt-5.5",
         "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "do it"}]}],
         "tools": TOOLS,
-        "reasoning": {"effort": "medium", "summary": "auto"},
-        "include": ["reasoning.encrypted_content"],
-        "store": False,
+        **options,
     }
     if stream:
         with sdk.responses.stream(**request) as events:
-            first = events.get_final_response()
-    else:
-        first = sdk.responses.create(**request)
+            return sdk, request, events.get_final_response()
+    return sdk, request, sdk.responses.create(**request)
+
+
+def three_results(shell: Any, patch: Any, spawn: Any) -> list[dict[str, Any]]:
+    """What the caller sends back for the shell, patch and spawn calls of `three_calls_answer`."""
+    return [
+        {"type": "function_call_output", "call_id": shell.call_id, "output": "a.txt"},
+        {"type": "custom_tool_call_output", "call_id": patch.call_id, "output": "applied"},
+        {"type": "function_call_output", "call_id": spawn.call_id, "output": "agent 7"},
+    ]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_responses_two_turn_tool_loop_with_function_custom_and_namespace_tools(kimi_proxy: Proxy, stream: bool) -> None:
+    assert kimi_proxy.upstream is not None
+    sdk, request, first = three_calls_answer(
+        kimi_proxy,
+        stream,
+        reasoning={"effort": "medium", "summary": "auto"},
+        include=["reasoning.encrypted_content"],
+        store=False,
+    )
     kinds = [item.type for item in first.output]
     assert kinds == ["reasoning", "function_call", "custom_tool_call", "function_call"]
     reasoning, shell, patch, spawn = first.output
@@ -99,11 +117,7 @@ def test_responses_two_turn_tool_loop_with_function_custom_and_namespace_tools(k
     assert upstream_first["reasoning_effort"] == "high"  # Kimi K3 has low/high/max; medium rounds up
 
     history = [*request["input"], *[item.model_dump(exclude_none=True) for item in first.output]]
-    history += [
-        {"type": "function_call_output", "call_id": shell.call_id, "output": "a.txt"},  # type: ignore[union-attr]
-        {"type": "custom_tool_call_output", "call_id": patch.call_id, "output": "applied"},  # type: ignore[union-attr]
-        {"type": "function_call_output", "call_id": spawn.call_id, "output": "agent 7"},  # type: ignore[union-attr]
-    ]
+    history += three_results(shell, patch, spawn)
     second = sdk.responses.create(**{**request, "input": history})
     assert second.output_text == "All done."
     upstream_second = kimi_proxy.upstream.received[1].json

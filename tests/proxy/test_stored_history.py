@@ -5,38 +5,28 @@ whole history itself would."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import openai
 import orjson
 import pytest
 
 from tests.chat_grammar import assert_valid_chat_request
 from tests.conftest import Proxy
-from tests.proxy.test_responses_and_chat import PATCH, TOOLS, client, script_three_calls
+from tests.proxy.test_responses_and_chat import (
+    PATCH,
+    TOOLS,
+    client,
+    script_three_calls,
+    three_calls_answer,
+    three_results,
+)
 
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_previous_response_id_replays_reasoning_and_every_kind_of_call(kimi_proxy: Proxy, stream: bool) -> None:
     assert kimi_proxy.upstream is not None
-    script_three_calls(kimi_proxy)
-    sdk = client(kimi_proxy)
-    request: dict[str, Any] = {
-        "model": "gpt-5.5",
-        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "do it"}]}],
-        "tools": TOOLS,
-    }
-    if stream:
-        with sdk.responses.stream(**request) as events:
-            first = events.get_final_response()
-    else:
-        first = sdk.responses.create(**request)
+    sdk, request, first = three_calls_answer(kimi_proxy, stream)
     _reasoning, shell, patch, spawn = first.output
-    outputs = [
-        {"type": "function_call_output", "call_id": shell.call_id, "output": "a.txt"},  # type: ignore[union-attr]
-        {"type": "custom_tool_call_output", "call_id": patch.call_id, "output": "applied"},  # type: ignore[union-attr]
-        {"type": "function_call_output", "call_id": spawn.call_id, "output": "agent 7"},  # type: ignore[union-attr]
-    ]
+    outputs = three_results(shell, patch, spawn)
     second = sdk.responses.create(**{**request, "input": outputs, "previous_response_id": first.id})
     assert second.output_text == "All done."
 

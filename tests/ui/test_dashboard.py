@@ -17,7 +17,7 @@ from switch.ui.screens.detail import CallDetail
 from textual.widgets import DataTable, Select, Static
 
 from switch.routing.presets import active_name
-from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows
+from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows, write_rows
 
 ROWS = 300
 SPAN = 3 * 86400
@@ -51,6 +51,29 @@ async def settle(app: Any, pilot: Any) -> None:
     await pilot.pause(0.05)
 
 
+def column(table: DataTable[Any], index: int) -> list[str]:
+    """The texts of column `index`, top row first."""
+    return [str(table.get_row_at(row)[index]) for row in range(table.row_count)]
+
+
+async def open_table(app: Any, pilot: Any, key: str, table_id: str) -> DataTable[Any]:
+    """Press `key` for a tab and return its table `#table_id` once the tab has loaded."""
+    await pilot.press(key)
+    await settle(app, pilot)
+    return app.query_one(f"#{table_id}", DataTable)
+
+
+async def choose_preset(app: Any, pilot: Any, name: str) -> tuple[DataTable[Any], list[str]]:
+    """Choose preset `name` on the Presets tab; return its table and the preset names row by row."""
+    table = await open_table(app, pilot, "p", "presets-table")
+    names = column(table, 1)
+    table.focus()
+    table.move_cursor(row=names.index(name))
+    await pilot.press("enter")
+    await settle(app, pilot)
+    return table, names
+
+
 async def test_time_ranges_change_totals_to_hand_computed_values(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -73,14 +96,12 @@ async def test_time_ranges_change_totals_to_hand_computed_values(ledger: Path) -
 async def test_filters_and_detail_view(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.press("c")
-        await settle(app, pilot)
-        table = app.query_one("#calls-table", DataTable)
+        table = await open_table(app, pilot, "c", "calls-table")
         assert table.row_count == 200  # the first page
         app.query_one("#filter-harness", Select).value = "codex"
         await settle(app, pilot)
         assert table.row_count == ROWS // 3
-        assert {str(table.get_row_at(i)[1]) for i in range(table.row_count)} == {"codex"}
+        assert set(column(table, 1)) == {"codex"}
         table.focus()
         await pilot.press("enter")
         await pilot.pause(0.1)
@@ -94,9 +115,7 @@ async def test_filters_and_detail_view(ledger: Path) -> None:
 async def test_paging_loads_older_calls(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("c")
-        await settle(app, pilot)
-        table = app.query_one("#calls-table", DataTable)
+        table = await open_table(app, pilot, "c", "calls-table")
         table.focus()
         table.move_cursor(row=table.row_count - 1)
         await settle(app, pilot)
@@ -107,9 +126,7 @@ async def test_sessions_enter_filters_calls(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("r")  # 7 days
-        await pilot.press("s")
-        await settle(app, pilot)
-        sessions = app.query_one("#sessions-table", DataTable)
+        sessions = await open_table(app, pilot, "s", "sessions-table")
         assert sessions.row_count == ROWS // 40 + 1
         sessions.focus()
         await pilot.press("enter")
@@ -122,14 +139,7 @@ async def test_sessions_enter_filters_calls(ledger: Path) -> None:
 async def test_switching_preset_from_dashboard_writes_active_preset(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("p")
-        await settle(app, pilot)
-        table = app.query_one("#presets-table", DataTable)
-        names = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
-        table.focus()
-        table.move_cursor(row=names.index("kimi-k3"))
-        await pilot.press("enter")
-        await settle(app, pilot)
+        table, names = await choose_preset(app, pilot, "kimi-k3")
         assert active_name() == "kimi-k3"
         assert table.get_row_at(names.index("kimi-k3"))[0] == "●"
 
@@ -144,9 +154,7 @@ async def test_empty_ledger_shows_how_to_start(isolated_home: Path) -> None:
 async def test_new_calls_written_by_another_process_appear(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=0.2)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("c")
-        await settle(app, pilot)
-        table = app.query_one("#calls-table", DataTable)
+        table = await open_table(app, pilot, "c", "calls-table")
         before = table.row_count
         writer = (
             "import sys; sys.path.insert(0, '.')\n"
@@ -211,9 +219,7 @@ async def shown_eventually(app: Any, pilot: Any, text: str, timeout: float = 20.
 
 
 async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isolated_home: Path) -> None:
-    from switch.ledger.columns import COLUMNS, INSERT
     from switch.ledger.db import open_for_writing
-    from switch.ledger.rollups import UPSERT_ROLLUP, rollup_deltas
 
     (isolated_home / "config.toml").write_text("[server]\nport = 9\n")
     (isolated_home / "presets").mkdir()
@@ -222,22 +228,17 @@ async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isola
     )
     path = isolated_home / "ledger.db"
     seed_ledger(path, 30, FROZEN_NOW, 3600)
-    row = ledger_text_row(FROZEN_NOW - 30)
     connection = open_for_writing(path)
-    with connection:
-        connection.execute(INSERT, row)
-        connection.executemany(UPSERT_ROLLUP, rollup_deltas([dict(zip(COLUMNS, row, strict=True))]))
+    write_rows(connection, [ledger_text_row(FROZEN_NOW - 30)])
     connection.close()
     app = make_app(path, clock=lambda: FROZEN_NOW, poll=0.1)  # refreshes keep re-rendering the texts
     async with app.run_test(size=(200, 60)) as pilot:
         await settle(app, pilot)
         shown = screen_text(app)
         assert "[bold]srv" in shown and "[link=x]req" in shown and "[bold]h" in shown  # breakdowns
-        await pilot.press("c")
-        await settle(app, pilot)
+        table = await open_table(app, pilot, "c", "calls-table")
         shown = screen_text(app)
         assert "[bold]h" in shown and "[/v1/chat]" in shown and "[link=x]req" in shown and "[bold]srv" in shown
-        table = app.query_one("#calls-table", DataTable)
         table.focus()
         table.move_cursor(row=0)
         await pilot.press("enter")
@@ -247,14 +248,10 @@ async def test_ledger_and_preset_texts_are_shown_literally_never_as_markup(isola
         assert "upstream said 404 for [/v1/chat] with [bold] and [link=x]" in shown
         assert "[/v1/chat]s" in shown and "[link=x]p" in shown
         await pilot.press("escape")
-        await pilot.press("s")
-        await settle(app, pilot)
+        sessions = await open_table(app, pilot, "s", "sessions-table")
         assert "[/v1/chat]s" in screen_text(app)
-        sessions = app.query_one("#sessions-table", DataTable)
         sessions.focus()
-        sessions.move_cursor(
-            row=[str(sessions.get_row_at(i)[0]) for i in range(sessions.row_count)].index("[/v1/chat]s")
-        )
+        sessions.move_cursor(row=column(sessions, 0).index("[/v1/chat]s"))
         await pilot.press("enter")  # filters the calls by that session, with a notification naming it
         await settle(app, pilot)
         assert app.query_one(CallsPane).filters.session == "[/v1/chat]s"
@@ -287,10 +284,8 @@ async def test_an_unreadable_ledger_is_reported_once_and_presets_still_work(
         await shown_eventually(app, pilot, problem)
         await settle(app, pilot)
         assert screen_text(app).count(problem) == 1
-        await pilot.press("p")
-        await settle(app, pilot)
-        table = app.query_one("#presets-table", DataTable)
-        assert "kimi-k3" in [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+        table = await open_table(app, pilot, "p", "presets-table")
+        assert "kimi-k3" in column(table, 1)
         assert "Proxy: not reachable on 127.0.0.1:9" in screen_text(app)
 
 
@@ -307,14 +302,7 @@ async def test_choosing_a_broken_preset_leaves_the_active_one_like_switch_use(
     set_active("kimi-k3")
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
-        await pilot.press("p")
-        await settle(app, pilot)
-        table = app.query_one("#presets-table", DataTable)
-        names = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
-        table.focus()
-        table.move_cursor(row=names.index("broken"))
-        await pilot.press("enter")
-        await settle(app, pilot)
+        table, names = await choose_preset(app, pilot, "broken")
         assert active_name() == "kimi-k3"
         assert "Preset not changed" in await shown_eventually(app, pilot, "Preset not changed")
         assert table.get_row_at(names.index("kimi-k3"))[0] == "●"
