@@ -15,6 +15,7 @@ from switch.ui.panes.calls import CallsPane
 from switch.ui.panes.overview import EMPTY_HELP
 from switch.ui.screens.detail import CallDetail
 from textual.widgets import DataTable, Select, Static
+from textual.worker import WorkerCancelled
 
 from switch.routing.presets import active_name
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows, write_rows
@@ -47,7 +48,14 @@ def card(app: Any, name: str) -> str:
 
 async def settle(app: Any, pilot: Any) -> None:
     await pilot.pause(0.05)
-    await app.workers.wait_for_complete()
+    # A fast poll can replace a loading worker with a newer one (exclusive groups): that one is cancelled, which
+    # is no failure; wait until the workers running now have finished.
+    while True:
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:
+            continue
+        break
     await pilot.pause(0.05)
 
 
