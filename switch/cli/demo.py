@@ -10,7 +10,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def demo(
-        keep: bool = typer.Option(False, "--keep", help="Keep the demo's SWITCH_HOME (ledger, config) and print where."),
+        keep: bool = typer.Option(
+            False, "--keep", help="Keep the demo's SWITCH_HOME (ledger, config) and print where."
+        ),
     ) -> None:
         """Run a real proxy against a SIMULATED Kimi-style upstream, send a scripted workload, show its bill."""
         import sys

@@ -95,7 +95,6 @@ def simulated_upstream() -> Iterator[tuple[SimulatedKimi, str]]:
     app = SimulatedKimi()
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # the main thread keeps Ctrl-C
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True, name="switch-demo-upstream")
     thread.start()
     try:
@@ -189,7 +188,9 @@ def print_summary(out: IO[str]) -> None:
                 by_api.append({**row, "grp": api})
         sections.append(("inbound API", by_api))
         for title, rows in sections:
-            out.write(f"\n{'by ' + title:<22} {'spend':>10} {'native':>10} {'saved':>10} {'calls':>6} {'cache hit':>9}\n")
+            out.write(
+                f"\n{'by ' + title:<22} {'spend':>10} {'native':>10} {'saved':>10} {'calls':>6} {'cache hit':>9}\n"
+            )
             for row in rows:
                 hit = "-" if row["cache_hit_rate"] is None else f"{row['cache_hit_rate']:.0%}"
                 out.write(

@@ -37,7 +37,9 @@ def missing_reasoning(messages: list[Any]) -> str | None:
             and message.get("tool_calls")
             and not message.get("reasoning_content")
         ):
-            return f"thinking is enabled but reasoning_content is missing in assistant tool call message at index {index}"
+            return (
+                f"thinking is enabled but reasoning_content is missing in assistant tool call message at index {index}"
+            )
     return None
 
 
@@ -74,8 +76,8 @@ def answer_for(model: str, messages: list[Any], tools: list[Any]) -> Answer:
     has_result = any(isinstance(m, dict) and m.get("role") == "tool" for m in messages)
     asked = _last_user_text(messages).strip().replace("\n", " ")[:60]
     if tools and not has_result:
-        function = tools[0].get("function", {}) if isinstance(tools[0], dict) else {}
-        name = str(function.get("name") or "tool")
+        function = tools[0].get("function") if isinstance(tools[0], dict) else None
+        name = str(function.get("name") or "tool") if isinstance(function, dict) else "tool"
         return Answer(
             f"The user asked: {asked!r}. I should look before answering, so I call {name} first.",
             "",
@@ -92,7 +94,8 @@ def answer_for(model: str, messages: list[Any], tools: list[Any]) -> Answer:
 class SimulatedKimi:
     """The ASGI app: POST /v1/chat/completions (streamed or not) and GET /v1/models."""
 
-    def __init__(self) -> None:
+    def __init__(self, paced: bool = True) -> None:
+        self.paced = paced  # False: answer at once (tests)
         self.ids = itertools.count()
         self.seen_prefixes: set[bytes] = set()
         self.requests = 0
@@ -134,7 +137,8 @@ class SimulatedKimi:
         answer = answer_for(model, messages, tools)
         usage = self._usage(messages, tools, answer)
         call_id = f"functions.{answer.tool[0]}:{next(self.ids)}" if answer.tool else ""
-        await asyncio.sleep(FIRST_TOKEN_DELAY.get(model, 0.1))  # simulated thinking time, not a wait
+        if self.paced:
+            await asyncio.sleep(FIRST_TOKEN_DELAY.get(model, 0.1))  # simulated thinking time, not a wait
         if request.get("stream"):
             await self._stream(send, model, answer, call_id, usage)
         else:
@@ -180,22 +184,19 @@ class SimulatedKimi:
             "object": "chat.completion",
             "created": 0,
             "model": model,
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if answer.tool else "stop"}
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if answer.tool else "stop"}],
             "usage": usage,
         }
 
     async def _stream(self, send: Send, model: str, answer: Answer, call_id: str, usage: dict[str, Any]) -> None:
-        await send(
-            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
-        )
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         base = {"id": "chatcmpl-demo", "object": "chat.completion.chunk", "created": 0, "model": model}
 
         async def chunk(choices: list[Any], **extra: Any) -> None:
             data = json.dumps({**base, "choices": choices, **extra}, separators=(",", ":"))
             await send({"type": "http.response.body", "body": f"data: {data}\n\n".encode(), "more_body": True})
-            await asyncio.sleep(CHUNK_DELAY)  # simulated generation speed
+            if self.paced:
+                await asyncio.sleep(CHUNK_DELAY)  # simulated generation speed
 
         await chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
         for piece in _pieces(answer.reasoning):
@@ -214,5 +215,7 @@ class SimulatedKimi:
 
     @staticmethod
     async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
-        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
+        )
         await send({"type": "http.response.body", "body": json.dumps(body).encode(), "more_body": False})

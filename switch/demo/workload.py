@@ -49,7 +49,10 @@ class Sent:
 
 def _billing(subagent: bool) -> dict[str, Any]:
     extra = " cc_is_subagent=true;" if subagent else ""
-    return {"type": "text", "text": f"x-anthropic-billing-header: cc_version={CLAUDE_VERSION}; cc_entrypoint=cli;{extra}"}
+    return {
+        "type": "text",
+        "text": f"x-anthropic-billing-header: cc_version={CLAUDE_VERSION}; cc_entrypoint=cli;{extra}",
+    }
 
 
 def _sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
@@ -165,7 +168,11 @@ class Workload:
             "messages": [{"role": "user", "content": "Find where prices are defined."}],
         }
         self._stream(
-            "anthropic", "subagent", "/v1/messages?beta=true", {**headers, "x-claude-code-agent-id": "demo-agent"}, subagent
+            "anthropic",
+            "subagent",
+            "/v1/messages?beta=true",
+            {**headers, "x-claude-code-agent-id": "demo-agent"},
+            subagent,
         )
         title = {
             "model": "claude-haiku-4-5",
@@ -221,15 +228,27 @@ class Workload:
         spawn = {**headers, "x-openai-subagent": "collab_spawn", "thread-id": str(uuid.uuid4())}
         self._stream("openai-responses", "subagent", "/v1/responses", spawn, subagent)
         compact = {**body, "tools": [], "input": [{"role": "user", "content": "Summarise the conversation so far."}]}
-        self._stream("openai-responses", "background: compaction", "/v1/responses",
-                     {**headers, "x-openai-subagent": "compact"}, compact)
+        self._stream(
+            "openai-responses",
+            "background: compaction",
+            "/v1/responses",
+            {**headers, "x-openai-subagent": "compact"},
+            compact,
+        )
 
     def deepagents(self) -> None:
         """A deepagents-style session on Chat Completions (as LangChain sends it): tool round trip, subagent, title."""
         session = str(uuid.uuid4())
         headers = {"user-agent": "OpenAI/Python 1.109.1", "authorization": "Bearer demo-client-key"}
         tools = [
-            {"type": "function", "function": {"name": name, "description": f"The {name} tool.", "parameters": {"type": "object", "properties": {}}}}
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": f"The {name} tool.",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            }
             for name in ("ls", "read_file", "task")
         ]
         system = {"role": "system", "content": DEEPAGENTS_SYSTEM}
@@ -248,7 +267,9 @@ class Workload:
             for chunk in chunks:
                 for choice in chunk.get("choices", []):
                     for call in choice.get("delta", {}).get("tool_calls") or []:
-                        entry = calls.setdefault(call["index"], {"type": "function", "function": {"name": "", "arguments": ""}})
+                        entry = calls.setdefault(
+                            call["index"], {"type": "function", "function": {"name": "", "arguments": ""}}
+                        )
                         entry["id"] = call.get("id") or entry.get("id")
                         function = call.get("function") or {}
                         entry["function"]["name"] += function.get("name") or ""
