@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from switch.cli import dash, doctor, harness, keys, ledger, presets, serve
+from switch.cli import dash, demo, doctor, harness, keys, ledger, presets, serve
 
 app = typer.Typer(
     name="switch",
@@ -28,6 +28,7 @@ dash.register(app)
 harness.register(app)
 keys.register(app)
 doctor.register(app)
+demo.register(app)
 
 
 @app.command()
