@@ -44,6 +44,8 @@ class CallRecord:
     usage_reported: bool = False
     ttft_ms: float | None = None
     duration_ms: float = 0.0
+    # From the first to the last output chunk of a stream of two or more chunks, else None (rate unknown).
+    output_ms: float | None = None
     fallback_attempt: int = 0
     fallback_trigger: str | None = None
     request_bytes: int = 0

@@ -117,7 +117,9 @@ INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _
 
 # The relay builds a CallRecord on the hot path (a slotted value, not this class): it must carry
 # exactly the columns the writer does not compute, or rows would silently lose a field.
-_RECORD_FIELDS = {field.name for field in fields(CallRecord)}
+RECORD_ONLY_FIELDS = frozenset({"output_ms"})
+"""Record fields the writer consumes to compute a column (`output_ms` → `output_tps`) and does not store."""
+_RECORD_FIELDS = {field.name for field in fields(CallRecord)} - RECORD_ONLY_FIELDS
 if _RECORD_FIELDS != set(COLUMNS) - WRITER_COLUMNS:
     raise TypeError(
         "CallRecord and the calls table disagree: "

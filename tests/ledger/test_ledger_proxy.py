@@ -3,6 +3,7 @@ nothing lost when the database is locked or the proxy is killed."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ from switch.config import load_settings
 from switch.ledger.recorder import Recorder
 from switch.ledger.spill import default_path as spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
-from tests.fake_upstream import FakeChatUpstream, Reply, Turn
+from tests.fake_upstream import FakeChatUpstream, Reply, Turn, chat_chunks
 from tests.ledger_seed import pricer_for
 from tests.servers import answers_health, free_port, send_post, serve, start_serve
 
@@ -140,6 +141,33 @@ def test_failed_and_cancelled_calls_are_recorded(ledger_proxy: tuple[Proxy, Reco
     assert failed["outcome"] == "upstream_error" and failed["http_status"] == 500 and "down" in failed["error"]
     assert cancelled["outcome"] == "client_cancelled" and cancelled["usage_reported"] == 0
     assert cancelled["output_tokens"] > 0  # estimated from what was streamed before the disconnect
+
+
+def test_output_rate_is_measured_only_across_two_or_more_stream_chunks(
+    ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path
+) -> None:
+    """A whole body, or a stream that arrives in one piece, has no measurable rate: null, not 300,000 tok/s."""
+    proxy, recorder = ledger_proxy
+    assert proxy.upstream is not None
+    turn = Turn(text="one two three four five six", fragment=4, completion_tokens=60)
+    events = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chat_chunks(turn, "k", itertools.count())]
+    events.append(b"data: [DONE]\n\n")
+    gap = 0.05
+    proxy.upstream.script(turn, Reply(200, [b"".join(events)]), Reply(200, events, delay_between=gap))
+    claude = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
+    message = [{"role": "user", "content": "hi"}]
+    claude.messages.create(model="claude-opus-5-5", max_tokens=100, messages=message)  # type: ignore[arg-type]
+    for _ in range(2):
+        with claude.messages.stream(model="claude-opus-5-5", max_tokens=100, messages=message) as stream:  # type: ignore[arg-type]
+            stream.get_final_message()
+    drain(recorder, 3)
+    whole, one_piece, streamed = rows(isolated_home)
+    assert whole["streamed"] == 0 and whole["output_tps"] is None
+    assert one_piece["streamed"] == 1 and one_piece["output_tps"] is None
+    # The first token is in the second chunk (the first only opens the message); the upstream paused `gap`
+    # after each chunk, so the rate is at most 60 tokens over (chunks - 2) gaps.
+    assert streamed["output_tokens"] == 60
+    assert 0 < streamed["output_tps"] <= 60 / ((len(events) - 2) * gap)
 
 
 @contextmanager
