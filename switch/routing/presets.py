@@ -118,9 +118,7 @@ def _defaults_routes(model: str) -> HarnessRoutes:
     return HarnessRoutes({role: (model,) for role in ROLES}, from_defaults=True)
 
 
-def parse_preset(
-    name: str, path: Path | None, raw: dict[str, Any], providers: set[str], default_model: str
-) -> Preset:
+def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: set[str], default_model: str) -> Preset:
     """Validate a parsed preset table (harnesses it does not name get `default_model`); errors name the file
     and the key."""
     where_file = path or Path(f"<{name}>")

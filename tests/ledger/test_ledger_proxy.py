@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
 from switch.config import load_settings
+from switch.ledger.queries import connect, spend
 from switch.ledger.recorder import Recorder
 from switch.ledger.spill import default_path as spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy
@@ -437,3 +439,38 @@ def test_healthz_status_and_doctor_show_the_ledger_state(
         flowing.set()
     wait_until(lambda: health()["status"] == "ok")
     assert health()["ledger"]["spill_bytes"] == 0
+
+
+def test_calls_refused_before_any_provider_are_rejected_not_unpriced(
+    ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path
+) -> None:
+    """A 400 or 413 names its route, is recorded as rejected, and adds no unpriced call to spend."""
+    proxy, recorder = ledger_proxy
+    proxy.upstream.script(Turn(text="ok"))  # type: ignore[union-attr]
+    claude = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
+    claude.messages.create(model="claude-opus-5-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    bad = {"model": "claude-opus-5-5", "max_tokens": 10, "messages": "not a list"}
+    too_big = b"x" * (load_settings().server.max_body_bytes + 1)
+    refused = [
+        httpx.post(proxy.url + "/v1/messages", json=bad, timeout=30),
+        httpx.post(proxy.url + "/v1/messages", content=too_big, timeout=30),
+    ]
+    assert [r.status_code for r in refused] == [400, 413]
+    for response in refused:
+        assert response.headers["x-switch-route"].endswith("; model=none"), response.headers
+    drain(recorder, 3)
+    recorded = rows(isolated_home)
+    assert [(r["outcome"], r["http_status"]) for r in recorded] == [
+        ("completed", 200),
+        ("rejected", 400),
+        ("rejected", 413),
+    ]
+    connection = connect(isolated_home / "ledger.db")
+    assert connection is not None
+    try:
+        totals = spend(connection)[0]
+        by_model = spend(connection, by="model")
+    finally:
+        connection.close()
+    assert totals["calls"] == 3 and totals["unpriced"] == 0
+    assert all(row["unpriced"] == 0 for row in by_model)

@@ -58,7 +58,11 @@ def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Te
                     for role in ("orchestrator", "subagent", "background")
                 )
                 # Say where a route the preset does not name comes from, or it reads as the preset's choice.
-                label = f"{harness} (not in the preset: [defaults] model)" if preset.sections[harness].from_defaults else harness
+                label = (
+                    f"{harness} (not in the preset: [defaults] model)"
+                    if preset.sections[harness].from_defaults
+                    else harness
+                )
                 lines.append(fmt.plain(f"  {label}: {chains}"))
             return Text("\n").join(lines)
     return fmt.plain(f"No preset chosen: every call goes to {default_model}.")
