@@ -118,7 +118,7 @@ def preset_statuses(settings: Settings) -> list[PresetStatus]:
     statuses: list[PresetStatus] = []
     for name in preset_files():
         try:
-            preset = load_preset(name, providers)
+            preset = load_preset(name, providers, settings.defaults.model)
         except SwitchError as exc:
             statuses.append(PresetStatus(name, "", name == active, exc.message, None))
             continue
@@ -212,7 +212,7 @@ def diagnose(probe: bool = False) -> list[Check]:
         preset = PresetManager(providers, settings.defaults.model).active
     else:
         try:
-            preset = load_preset(name, providers)
+            preset = load_preset(name, providers, settings.defaults.model)
             results.append(_check("preset", True, f"active preset '{name}' is valid"))
         except SwitchError as exc:
             results.append(_check("preset", False, exc.message, "fix the file, or `switch use kimi-k3`"))

@@ -261,19 +261,13 @@ def register(app: typer.Typer) -> None:
                 started = True
             except SwitchError as exc:
                 _fail(exc)
-        url = wiring.proxy_url(port)
         env = dict(os.environ)
         command = [executable]
         if harness == "claude":
             command += ["--settings", json.dumps(_claude_launch_settings(port, not no_summary))]
         elif harness == "codex":
-            command += [
-                "-c", 'model_provider="switch"',
-                "-c", 'model_providers.switch.name="switch"',
-                "-c", f'model_providers.switch.base_url="{url}/v1"',
-                "-c", 'model_providers.switch.wire_api="responses"',
-                "-c", "model_providers.switch.requires_openai_auth=false",
-            ]  # fmt: skip
+            # The user's own `-m` / `-c` come after these in ctx.args, so they win.
+            command += wiring.codex_launch_overrides(port)
             if not no_summary:  # for this launch only; the user's own notify program still runs after it
                 command += ["-c", "notify=" + json.dumps(wiring.codex_notify_argv(wiring.codex_user_notify()))]
         else:

@@ -8,10 +8,12 @@ from typing import Any
 import typer
 
 
-def _providers() -> set[str]:
+def _routing_settings() -> tuple[set[str], str]:
+    """The provider names and `[defaults] model` a preset is validated against."""
     from switch.config import load_settings
 
-    return set(load_settings().providers)
+    settings = load_settings()
+    return set(settings.providers), settings.defaults.model
 
 
 def _describe(preset: Any) -> dict[str, Any]:
@@ -23,6 +25,7 @@ def _describe(preset: Any) -> dict[str, Any]:
             **{role: list(preset.chain(harness, role)) for role in ROLES},
             "fallback": list(routes.fallback),
             "families": {family: list(chain) for family, chain in routes.families.items()},
+            "from_defaults": routes.from_defaults,
         }
     return {
         "name": preset.name,
@@ -51,12 +54,12 @@ def register(app: typer.Typer) -> None:
         from switch.errors import SwitchError
         from switch.routing.presets import active_name, load_preset, preset_files
 
-        providers = _providers()
+        providers, default_model = _routing_settings()
         active = active_name()
         rows = []
         for name, path in preset_files().items():
             try:
-                description = load_preset(name, providers).description
+                description = load_preset(name, providers, default_model).description
                 problem = None
             except SwitchError as exc:
                 description, problem = "", exc.message
@@ -86,7 +89,7 @@ def register(app: typer.Typer) -> None:
         from switch.routing.presets import load_preset
 
         try:
-            preset = load_preset(name, _providers())
+            preset = load_preset(name, *_routing_settings())
         except SwitchError as exc:
             typer.echo(f"switch: {exc.message}", err=True)
             raise typer.Exit(2) from exc
@@ -96,7 +99,11 @@ def register(app: typer.Typer) -> None:
             return
         typer.echo(f"{preset.name}: {preset.description}")
         for harness, routes in described["routes"].items():
-            typer.echo(f"  [{harness}]")
+            if routes["from_defaults"]:
+                others = [h for h in ("claude-code", "codex", "langchain") if h not in described["routes"]]
+                typer.echo(f"  {', '.join(others) or 'other harnesses'}: not named by this preset, [defaults] model")
+            else:
+                typer.echo(f"  [{harness}]")
             for role in ("orchestrator", "subagent", "background"):
                 typer.echo(f"    {role:<13} {' → '.join(routes[role])}")
             for family, chain in routes["families"].items():
@@ -111,7 +118,7 @@ def register(app: typer.Typer) -> None:
         from switch.routing.presets import use_preset
 
         try:
-            preset = use_preset(name, _providers())
+            preset = use_preset(name, *_routing_settings())
         except SwitchError as exc:
             typer.echo(f"switch: {exc.message}", err=True)
             raise typer.Exit(2) from exc

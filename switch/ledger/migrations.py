@@ -164,6 +164,19 @@ MIGRATIONS = (
         # with the bucket, so without this it would scan every session's rows.
         "CREATE INDEX ix_rollup_session_session ON rollup_session (session_id)",
     ),
+    (
+        6,
+        "calls refused before any provider are not unpriced",
+        f"""
+        UPDATE rollup SET unpriced = 0 WHERE provider = '';
+        UPDATE rollup_session SET unpriced = unpriced - (
+            SELECT COUNT(*) FROM calls
+            WHERE provider = '' AND cost_micros IS NULL
+              AND CAST(started_at / {BUCKET_SECONDS} AS INTEGER) * {BUCKET_SECONDS} = rollup_session.bucket
+              AND COALESCE(session_id, '') = rollup_session.session_id AND harness = rollup_session.harness
+        );
+        """,
+    ),
 )
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (

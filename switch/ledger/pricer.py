@@ -53,9 +53,10 @@ class Pricer:
         )
         row["native_cost_micros"] = native.cost_micros(tokens) if native else None
         row["native_price_source"] = native.source if native else None
-        generating_ms = (record.duration_ms - record.ttft_ms) if record.ttft_ms is not None else None
+        # Only a stream shows how fast tokens came: a whole body arrives at once, so its rate is unknowable.
+        output_ms = record.output_ms
         row["output_tps"] = (
-            record.output_tokens / (generating_ms / 1000) if generating_ms and record.output_tokens > 0 else None
+            record.output_tokens / (output_ms / 1000) if output_ms and record.output_tokens > 0 else None
         )
         row["streamed"] = int(record.streamed)
         row["usage_reported"] = int(record.usage_reported)

@@ -44,6 +44,8 @@ class CallRecord:
     usage_reported: bool = False
     ttft_ms: float | None = None
     duration_ms: float = 0.0
+    # From the first to the last output chunk of a stream of two or more chunks, else None (rate unknown).
+    output_ms: float | None = None
     fallback_attempt: int = 0
     fallback_trigger: str | None = None
     request_bytes: int = 0
@@ -67,6 +69,10 @@ WRITER_COLUMNS = frozenset(
 )
 """Ledger columns the writer computes from a record off the request path (prices, costs, speed): a
 `CallRecord` carries exactly the others (a test holds it to the table's definition)."""
+
+
+RECORD_ONLY_FIELDS = frozenset({"output_ms"})
+"""Record fields the writer consumes to compute a column (`output_ms` → `output_tps`) and does not store."""
 
 
 class RecordSink(Protocol):

@@ -38,7 +38,12 @@ SUMS: tuple[Sum, ...] = (
     Sum("errors", "outcome != 'completed'", lambda row: int(row["outcome"] != "completed")),
     Sum("fallbacks", "fallback_attempt > 0", lambda row: int(row["fallback_attempt"] > 0)),
     Sum("spend_micros", "cost_micros", lambda row: row["cost_micros"] or 0),
-    Sum("unpriced", "cost_micros IS NULL", lambda row: int(row["cost_micros"] is None)),
+    # A call refused before any provider (no provider recorded) cost nothing: it is not "unpriced".
+    Sum(
+        "unpriced",
+        "cost_micros IS NULL AND provider != ''",
+        lambda row: int(row["cost_micros"] is None and row["provider"] != ""),
+    ),
     Sum("native_micros", "native_cost_micros", lambda row: row["native_cost_micros"] or 0),
     # Savings count only calls priced both ways: an unpriced call is unknown, not a saving.
     Sum(

@@ -31,6 +31,8 @@ class Meter:
     usage_reported: bool = False
     stop_reason: str | None = None
     first_token_at: float | None = None
+    # When a chunk after the first-token chunk arrived (streams only): with it the output rate is measurable.
+    last_token_at: float | None = None
     error: str | None = None
     session_id: str | None = None
     agent_id: str | None = None
@@ -55,6 +57,11 @@ class Meter:
         target = self.target
         usage = self.usage
         ttft = (self.first_token_at - exchange.started) * 1000 if self.first_token_at else None
+        output_ms = (
+            (self.last_token_at - self.first_token_at) * 1000
+            if self.streamed and self.first_token_at and self.last_token_at
+            else None
+        )
         error_text = error or self.error
         record = CallRecord(
             started_at=time.time() - (now - exchange.started),
@@ -81,6 +88,7 @@ class Meter:
             reasoning_tokens=usage.reasoning_tokens,
             usage_reported=self.usage_reported,
             ttft_ms=ttft,
+            output_ms=output_ms,
             duration_ms=(now - exchange.started) * 1000,
             request_bytes=len(exchange.body),
             response_bytes=exchange.response_bytes,

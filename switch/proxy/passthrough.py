@@ -114,6 +114,8 @@ class PassThroughPath:
             async for chunk in response.chunks():
                 if meter.first_token_at is None:
                     meter.first_token_at = time.perf_counter()
+                else:
+                    meter.last_token_at = time.perf_counter()
                 if sniffer is not None:
                     chunk = sniffer.feed(chunk)
                 await exchange.send_chunk(chunk)

@@ -138,6 +138,8 @@ class Relay:
             log.exception("switch failed while serving %s %s", inbound.name, exchange.path)
             message = "switch hit an internal error serving this call; see the switch log"
             if exchange.status == 0:
+                meter = call.meter
+                exchange.route = exchange.route or f"{meter.preset}; role={meter.role}; model=none".encode()
                 await send_error(exchange, inbound, 500, message, new_id("req_"))
             elif not exchange.finished:
                 await exchange.end_stream()
@@ -149,6 +151,8 @@ class Relay:
         request_id = new_id("req_")
         parsed = await self._read_request(exchange, inbound, meter)
         if isinstance(parsed, Rejection):
+            # Refused before routing: no target, but the caller still learns which preset and role it met.
+            exchange.route = f"{meter.preset}; role={meter.role}; model=none".encode()
             await send_error(exchange, inbound, parsed.status, parsed.message, request_id, param=parsed.param)
             meter.finish("rejected", parsed.message)
             return
@@ -169,6 +173,7 @@ class Relay:
             try:
                 target = self._resolve(reference, inbound)
             except RoutingError as exc:
+                exchange.route = f"{preset.name}; role={info.role}; model={reference}".encode()
                 await send_error(exchange, inbound, 500, exc.message, request_id)
                 meter.finish("proxy_error", exc.message)
                 return

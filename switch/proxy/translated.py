@@ -220,6 +220,8 @@ class TranslatedPath:
                 feed = decoder.feed
                 send_chunk = exchange.send_chunk
                 async for raw in response.chunks():
+                    if meter.first_token_at is not None:
+                        meter.last_token_at = time.perf_counter()
                     for event in feed_sse(raw):
                         feed(event.data)
                         if meter.first_token_at is None and encoder.content_started:

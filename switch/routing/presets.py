@@ -2,7 +2,7 @@
 
     description = "Native orchestrator, Kimi K3 for subagents and background calls"
 
-    [default]                          # also [claude-code], [codex], [langchain]
+    [default]                          # also [claude-code], [codex], [langchain]; all optional
     orchestrator = "native"            # a target, or a list of targets tried in order
     subagent = "baseten/moonshotai/Kimi-K3"
     background = "baseten/moonshotai/Kimi-K3"
@@ -14,6 +14,9 @@
     [targets."baseten/moonshotai/Kimi-K3"]   # optional per-target options
     reasoning = "follow"               # off | follow | minimal | low | medium | high | xhigh | max
     max_output_tokens = 65536
+
+A harness without its own table follows [default]; when the preset has no [default] either, every
+role of that harness goes to `[defaults] model` of config.toml.
 
 Shipped presets live in `harness_presets/`, user presets in `$SWITCH_HOME/presets/` (a user preset
 of the same name wins). The active preset's name is kept in `$SWITCH_HOME/active-preset`.
@@ -58,6 +61,8 @@ class HarnessRoutes:
     roles: dict[str, tuple[str, ...]]
     fallback: tuple[str, ...] = ()
     families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # True for a [default] the preset does not name: every role on config.toml's [defaults] model.
+    from_defaults: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +114,18 @@ def _references(value: Any, where: str, path: Path, providers: set[str]) -> tupl
     return tuple(values)
 
 
-def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: set[str]) -> Preset:
-    """Validate a parsed preset table; errors name the file and the key."""
+def _defaults_routes(model: str) -> HarnessRoutes:
+    return HarnessRoutes({role: (model,) for role in ROLES}, from_defaults=True)
+
+
+def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: set[str], default_model: str) -> Preset:
+    """Validate a parsed preset table (harnesses it does not name get `default_model`); errors name the file
+    and the key."""
     where_file = path or Path(f"<{name}>")
     allowed_top = {"description", "targets", *SECTIONS}
     for key in raw:
         if key not in allowed_top:
             raise PresetError(f"{where_file}: unknown key '{key}' (allowed: {', '.join(sorted(allowed_top))})")
-    if "default" not in raw:
-        raise PresetError(f"{where_file}: missing table [default] (it routes every harness without its own table)")
     sections: dict[str, HarnessRoutes] = {}
     for section in SECTIONS:
         table = raw.get(section)
@@ -154,6 +162,7 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
                 )
             families[family] = _references(value, f"{section}.families.{family}", where_file, providers)
         sections[section] = HarnessRoutes(roles, fallback, families)
+    sections.setdefault("default", _defaults_routes(default_model))
     targets: dict[str, TargetOptions] = {}
     raw_targets = raw.get("targets", {})
     if not isinstance(raw_targets, dict):
@@ -183,12 +192,11 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
 
 def defaults_preset(model: str) -> Preset:
     """The preset used while none is active: every role on `[defaults] model`."""
-    roles: dict[str, tuple[str, ...]] = {role: (model,) for role in ROLES}
     return Preset(
         DEFAULTS_PRESET,
         None,
         f"every call to {model} ([defaults] model)",
-        {"default": HarnessRoutes(roles)},
+        {"default": _defaults_routes(model)},
         {},
     )
 
@@ -203,8 +211,8 @@ def preset_files() -> dict[str, Path]:
     return files
 
 
-def load_preset(name: str, providers: set[str]) -> Preset:
-    """Load and validate the preset called `name`."""
+def load_preset(name: str, providers: set[str], default_model: str) -> Preset:
+    """Load and validate the preset called `name`; `default_model` serves the harnesses it does not name."""
     path = preset_files().get(name)
     if path is None:
         known = ", ".join(sorted(preset_files())) or "none"
@@ -213,7 +221,7 @@ def load_preset(name: str, providers: set[str]) -> Preset:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PresetError(f"{path}: not valid TOML: {exc}") from exc
-    return parse_preset(name, path, raw, providers)
+    return parse_preset(name, path, raw, providers, default_model)
 
 
 def active_file() -> Path:
@@ -240,9 +248,9 @@ def set_active(name: str) -> None:
     os.replace(temporary, target)
 
 
-def use_preset(name: str, providers: set[str]) -> Preset:
+def use_preset(name: str, providers: set[str], default_model: str) -> Preset:
     """Validate the preset called `name` and make it active (what `switch use` and the dashboard do)."""
-    preset = load_preset(name, providers)
+    preset = load_preset(name, providers, default_model)
     set_active(preset.name)
     return preset
 
@@ -274,7 +282,7 @@ class PresetManager:
             self.error = None
             return defaults_preset(self.fallback_model)
         try:
-            preset = load_preset(name, self.providers)
+            preset = load_preset(name, self.providers, self.fallback_model)
         except PresetError as exc:
             self.error = exc.message
             log.error("keeping the previous routes: %s", exc.message)

@@ -23,6 +23,7 @@ from switch.wiring.claude import (
 )
 from switch.wiring.codex import (
     codex_config_path,
+    codex_launch_overrides,
     codex_notify_argv,
     codex_off,
     codex_on,
@@ -54,6 +55,7 @@ __all__ = [
     "claude_settings_path",
     "claude_statusline",
     "codex_config_path",
+    "codex_launch_overrides",
     "codex_notify_argv",
     "codex_off",
     "codex_on",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,23 @@ def codex_tables(port: int, model: str = "gpt-5.5") -> dict[tuple[str, ...], dic
         },
         ("profiles", "switch"): {"model_provider": "switch", "model": model},
     }
+
+
+def codex_launch_overrides(port: int) -> list[str]:
+    """`-c` arguments giving one Codex launch exactly the model and provider of the `switch` profile.
+
+    The profile's model matters, not only its provider: Codex picks the tools it offers by model, and its
+    default model offers a JavaScript "code mode" tool that other providers' models handle badly.
+    """
+    tables = codex_tables(port)
+    arguments: list[str] = []
+    for path, table in tables.items():
+        # The profile's keys apply at the top level: `run` launches without `--profile`.
+        prefix = "" if path[0] == "profiles" else ".".join(path) + "."
+        for key, value in table.items():
+            # JSON strings, booleans and string arrays are valid TOML values.
+            arguments += ["-c", f"{prefix}{key}={json.dumps(value)}"]
+    return arguments
 
 
 def codex_notify_argv(chained: list[str] | None = None) -> list[str]:

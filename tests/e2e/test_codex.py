@@ -8,7 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness, check_ledger, tool_results
+from tests.e2e.conftest import (
+    ORCHESTRATOR_MODEL,
+    SUBAGENT_MODEL,
+    Harness,
+    check_ledger,
+    tool_names,
+    tool_results,
+)
 from tests.fake_upstream import ToolCall, Turn
 
 EXEC = ["exec", "--skip-git-repo-check", "-s", "danger-full-access"]
@@ -37,9 +44,23 @@ def test_tool_loop_changes_the_workspace(harness: Callable[..., Harness], codex_
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Wrote hello.txt." in result.stdout
     assert (run.work / "hello.txt").read_text() == "hi from codex\n"
+    # The same model and tool surface as `codex --profile switch`: classic shell tools, not JavaScript code mode.
+    assert "model: gpt-5.5" in result.stderr
+    offered = tool_names(run.upstream.received[0].json)
+    assert {"exec_command", "apply_patch"} <= offered and "functions__exec" not in offered
     second = run.upstream.received[-1].json
     assistant = next(m for m in second["messages"] if m.get("tool_calls"))
     assert assistant["reasoning_content"] == "Write the file with the shell."
+    check_ledger(run, "codex", "openai-responses")
+
+
+def test_the_users_own_model_choice_wins(harness: Callable[..., Harness], codex_bin: Path) -> None:
+    run = harness(lambda request: Turn(text="ok"), [codex_bin])
+    chosen = run.run("codex", *EXEC, "-m", "gpt-6.2-sol", "say hi")
+    configured = run.run("codex", *EXEC, "-c", 'model="gpt-5.4"', "say hi")
+    assert chosen.returncode == 0 and configured.returncode == 0, chosen.stderr[-2000:] + configured.stderr[-2000:]
+    assert "model: gpt-6.2-sol" in chosen.stderr and "model: gpt-5.4" in configured.stderr
+    assert "provider: switch" in chosen.stderr and "provider: switch" in configured.stderr
     check_ledger(run, "codex", "openai-responses")
 
 
@@ -59,7 +80,8 @@ def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness
         return Turn(text="The subagent finished.")
 
     run = harness(respond, [codex_bin])
-    result = run.run("codex", *EXEC, "delegate a check to a subagent")
+    # With the profile's model, Codex offers subagent tools only when the user turns them on.
+    result = run.run("codex", *EXEC, "-c", "features.multi_agent_v2=true", "delegate a check to a subagent")
     assert result.returncode == 0, result.stderr[-3000:]
     models = [received.json["model"] for received in run.upstream.received]
     assert SUBAGENT_MODEL in models and models[0] == ORCHESTRATOR_MODEL

@@ -3,6 +3,7 @@ nothing lost when the database is locked or the proxy is killed."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -17,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
 from switch.config import load_settings
+from switch.ledger.queries import connect, spend
 from switch.ledger.recorder import Recorder
 from switch.ledger.spill import default_path as spill_file
 from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy, drain
-from tests.fake_upstream import FakeChatUpstream, Reply, Turn
+from tests.fake_upstream import FakeChatUpstream, Reply, Turn, chat_chunks
 from tests.ledger_seed import pricer_for
 from tests.servers import answers_health, free_port, send_post, serve, serve_process, wait_until
 
@@ -116,6 +119,33 @@ def test_failed_and_cancelled_calls_are_recorded(ledger_proxy: tuple[Proxy, Reco
     assert failed["outcome"] == "upstream_error" and failed["http_status"] == 500 and "down" in failed["error"]
     assert cancelled["outcome"] == "client_cancelled" and cancelled["usage_reported"] == 0
     assert cancelled["output_tokens"] > 0  # estimated from what was streamed before the disconnect
+
+
+def test_output_rate_is_measured_only_across_two_or_more_stream_chunks(
+    ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path
+) -> None:
+    """A whole body, or a stream that arrives in one piece, has no measurable rate: null, not 300,000 tok/s."""
+    proxy, recorder = ledger_proxy
+    assert proxy.upstream is not None
+    turn = Turn(text="one two three four five six", fragment=4, completion_tokens=60)
+    events = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chat_chunks(turn, "k", itertools.count())]
+    events.append(b"data: [DONE]\n\n")
+    gap = 0.05
+    proxy.upstream.script(turn, Reply(200, [b"".join(events)]), Reply(200, events, delay_between=gap))
+    claude = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
+    message = [{"role": "user", "content": "hi"}]
+    claude.messages.create(model="claude-opus-5-5", max_tokens=100, messages=message)  # type: ignore[arg-type]
+    for _ in range(2):
+        with claude.messages.stream(model="claude-opus-5-5", max_tokens=100, messages=message) as stream:  # type: ignore[arg-type]
+            stream.get_final_message()
+    drain(recorder, 3)
+    whole, one_piece, streamed = rows(isolated_home)
+    assert whole["streamed"] == 0 and whole["output_tps"] is None
+    assert one_piece["streamed"] == 1 and one_piece["output_tps"] is None
+    # The first token is in the second chunk (the first only opens the message); the upstream paused `gap`
+    # after each chunk, so the rate is at most 60 tokens over (chunks - 2) gaps.
+    assert streamed["output_tokens"] == 60
+    assert 0 < streamed["output_tps"] <= 60 / ((len(events) - 2) * gap)
 
 
 @contextmanager
@@ -377,3 +407,38 @@ def test_healthz_status_and_doctor_show_the_ledger_state(
         flowing.set()
     wait_until(lambda: health()["status"] == "ok")
     assert health()["ledger"]["spill_bytes"] == 0
+
+
+def test_calls_refused_before_any_provider_are_rejected_not_unpriced(
+    ledger_proxy: tuple[Proxy, Recorder], isolated_home: Path
+) -> None:
+    """A 400 or 413 names its route, is recorded as rejected, and adds no unpriced call to spend."""
+    proxy, recorder = ledger_proxy
+    proxy.upstream.script(Turn(text="ok"))  # type: ignore[union-attr]
+    claude = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
+    claude.messages.create(model="claude-opus-5-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    bad = {"model": "claude-opus-5-5", "max_tokens": 10, "messages": "not a list"}
+    too_big = b"x" * (load_settings().server.max_body_bytes + 1)
+    refused = [
+        httpx.post(proxy.url + "/v1/messages", json=bad, timeout=30),
+        httpx.post(proxy.url + "/v1/messages", content=too_big, timeout=30),
+    ]
+    assert [r.status_code for r in refused] == [400, 413]
+    for response in refused:
+        assert response.headers["x-switch-route"].endswith("; model=none"), response.headers
+    drain(recorder, 3)
+    recorded = rows(isolated_home)
+    assert [(r["outcome"], r["http_status"]) for r in recorded] == [
+        ("completed", 200),
+        ("rejected", 400),
+        ("rejected", 413),
+    ]
+    connection = connect(isolated_home / "ledger.db")
+    assert connection is not None
+    try:
+        totals = spend(connection)[0]
+        by_model = spend(connection, by="model")
+    finally:
+        connection.close()
+    assert totals["calls"] == 3 and totals["unpriced"] == 0
+    assert all(row["unpriced"] == 0 for row in by_model)

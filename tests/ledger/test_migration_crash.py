@@ -26,7 +26,7 @@ class Crashing(sqlite3.Connection):
 
     def execute(self, sql, *args):
         cursor = super().execute(sql, *args)
-        if sql.lstrip().split(None, 1)[0].upper() in ("CREATE", "ALTER", "DROP", "INSERT"):
+        if sql.lstrip().split(None, 1)[0].upper() in ("CREATE", "ALTER", "DROP", "INSERT", "UPDATE"):
             Crashing.statements += 1
             if Crashing.statements == crash_after:
                 os._exit(9)

@@ -51,6 +51,7 @@ def record(**fields: object) -> CallRecord:
         "output_tokens": 300,
         "ttft_ms": 200.0,
         "duration_ms": 1200.0,
+        "output_ms": 1000.0,
     }
     return kimi_call(1.0, **{**usage, **fields})
 

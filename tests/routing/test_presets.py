@@ -14,11 +14,12 @@ from switch.errors import PresetError
 from switch.routing.presets import load_preset, preset_files
 
 PROVIDERS = set(BUILTIN_PROVIDERS)
+DEFAULT_MODEL = "baseten/moonshotai/Kimi-K3"
 
 
 @pytest.mark.parametrize("name", ["kimi-k3", "hybrid", "open", "native"])
 def test_shipped_presets_load(name: str) -> None:
-    preset = load_preset(name, PROVIDERS)
+    preset = load_preset(name, PROVIDERS, DEFAULT_MODEL)
     assert preset.description
     for harness in ("claude-code", "codex", "langchain", "other"):
         for role in ("orchestrator", "subagent", "background"):
@@ -26,7 +27,7 @@ def test_shipped_presets_load(name: str) -> None:
 
 
 def test_hybrid_sends_orchestrator_native_and_subagents_to_kimi() -> None:
-    preset = load_preset("hybrid", PROVIDERS)
+    preset = load_preset("hybrid", PROVIDERS, DEFAULT_MODEL)
     assert preset.chain("claude-code", "orchestrator") == ("native",)
     assert preset.chain("codex", "subagent") == ("baseten/moonshotai/Kimi-K3", "native")
 
@@ -41,7 +42,6 @@ def test_hybrid_sends_orchestrator_native_and_subagents_to_kimi() -> None:
             '[default]\norchestrator = "native"\n[default.families]\ngpt = "native"\n',
             "allowed: opus, sonnet, haiku, fable",
         ),
-        ('[codex]\norchestrator = "native"\n', "missing table [default]"),
         (
             '[default]\norchestrator = "native"\n[targets."native"]\nreasoning = "extreme"\n',
             "'targets.native.reasoning'",
@@ -54,7 +54,7 @@ def test_invalid_preset_error_names_file_and_key(isolated_home: Path, text: str,
     directory.mkdir()
     (directory / "broken.toml").write_text(text, encoding="utf-8")
     with pytest.raises(PresetError) as caught:
-        load_preset("broken", PROVIDERS)
+        load_preset("broken", PROVIDERS, DEFAULT_MODEL)
     assert str(directory / "broken.toml") in caught.value.message
     assert expected in caught.value.message
 
@@ -64,7 +64,7 @@ def test_user_preset_overrides_shipped_one(isolated_home: Path) -> None:
     directory.mkdir()
     (directory / "hybrid.toml").write_text('description = "mine"\n[default]\norchestrator = "native"\n')
     assert preset_files()["hybrid"] == directory / "hybrid.toml"
-    assert load_preset("hybrid", PROVIDERS).description == "mine"
+    assert load_preset("hybrid", PROVIDERS, DEFAULT_MODEL).description == "mine"
 
 
 def test_a_litellm_provider_is_refused_at_start_with_a_clear_error(isolated_home: Path) -> None:
@@ -81,3 +81,31 @@ def test_a_litellm_provider_is_refused_at_start_with_a_clear_error(isolated_home
     assert result.returncode == 2
     assert "providers.gemini.api = 'litellm': LiteLLM targets are not supported yet" in result.stderr
     assert "openai-chat, anthropic, openai-responses" in result.stderr
+
+
+def test_a_preset_may_name_only_some_harnesses(isolated_home: Path) -> None:
+    """Harnesses the preset does not name keep config.toml's [defaults] model, for every role."""
+    (isolated_home / "presets").mkdir()
+    (isolated_home / "presets" / "codex-only.toml").write_text(
+        'description = "Codex on native"\n[codex]\norchestrator = "native"\nsubagent = "openai/gpt-5.5"\n'
+    )
+    (isolated_home / "config.toml").write_text('[defaults]\nmodel = "openrouter/z-ai/glm-5"\n')
+    preset = load_preset("codex-only", PROVIDERS, "openrouter/z-ai/glm-5")
+    assert preset.chain("codex", "subagent") == ("openai/gpt-5.5",)
+    for harness in ("claude-code", "langchain", "other"):
+        for role in ("orchestrator", "subagent", "background"):
+            assert preset.chain(harness, role) == ("openrouter/z-ai/glm-5",)
+    shown = subprocess.run(
+        [sys.executable, "-m", "switch", "presets", "show", "codex-only"],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "claude-code, langchain: not named by this preset, [defaults] model" in shown.stdout
+    assert "orchestrator  openrouter/z-ai/glm-5" in shown.stdout
+    used = subprocess.run(
+        [sys.executable, "-m", "switch", "use", "codex-only"], env=dict(os.environ), capture_output=True, text=True
+    )
+    assert used.returncode == 0, used.stderr

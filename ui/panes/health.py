@@ -57,7 +57,13 @@ def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Te
                     f"{role} → {' → '.join(preset.chain(harness, role))}"
                     for role in ("orchestrator", "subagent", "background")
                 )
-                lines.append(fmt.plain(f"  {harness}: {chains}"))
+                # Say where a route the preset does not name comes from, or it reads as the preset's choice.
+                label = (
+                    f"{harness} (not in the preset: [defaults] model)"
+                    if preset.sections[harness].from_defaults
+                    else harness
+                )
+                lines.append(fmt.plain(f"  {label}: {chains}"))
             return Text("\n").join(lines)
     return fmt.plain(f"No preset chosen: every call goes to {default_model}.")
 
@@ -166,7 +172,8 @@ class HealthPane(LedgerPane):
         if event.row_key.value is None:
             return
         try:
-            preset = use_preset(event.row_key.value, set(load_settings().providers))
+            settings = load_settings()
+            preset = use_preset(event.row_key.value, set(settings.providers), settings.defaults.model)
         except SwitchError as exc:
             self.notify(exc.message, title="Preset not changed", severity="error", markup=False)
             return

@@ -188,9 +188,9 @@ def _assistant_turn(
             if remembered:
                 reasoning.append(remembered)
         # Thinking upstreams (Kimi, DeepSeek) reject a tool-call turn without its reasoning field.
-        entry[target.reasoning_field] = "".join(reasoning)
+        entry[target.reasoning_field] = "\n".join(reasoning)
     elif reasoning:
-        entry[target.reasoning_field] = "".join(reasoning)
+        entry[target.reasoning_field] = "\n".join(reasoning)
     if entry["content"] is None and not calls:
         entry["content"] = ""
     out.append(entry)
