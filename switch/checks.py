@@ -390,9 +390,11 @@ def _other_preset_checks(active: str | None, providers: set[str]) -> list[Check]
         if name == active or path.resolve().parent != user_dir:
             continue
         try:
-            load_preset(name, providers)
+            preset = load_preset(name, providers)
         except SwitchError as exc:
             results.append(_check(f"preset:{name}", False, exc.message, _preset_fix(exc.message)))
+            continue
+        results.extend(_target_option_checks(preset, providers))
     return results
 
 

@@ -138,7 +138,7 @@ def test_removing_a_provider_the_active_preset_uses_is_rejected(isolated_home: P
     (isolated_home / "presets").mkdir()
     (isolated_home / "presets" / "mine.toml").write_text('[default]\norchestrator = "extra/m"\n')
     (isolated_home / "active-preset").write_text("mine\n")
-    extra = f'[providers.extra]\nbase_url = "{{url}}/v1"\napi_key_env = "BASETEN_API_KEY"\n'
+    extra = '[providers.extra]\nbase_url = "{url}/v1"\napi_key_env = "BASETEN_API_KEY"\n'
     with serve(upstream) as url:
         config.write_text(f"[server]\nport = {port}\n" + extra.format(url=url))
         with serve_process(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY}):
