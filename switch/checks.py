@@ -133,19 +133,20 @@ def running_config_check(state: ProxyState) -> Check | None:
     """Whether this home's running proxy runs with config.toml as it is now (None: no proxy says which it runs)."""
     from datetime import datetime
 
+    from switch import locations
     from switch.config import file_digest
 
     config = state.health.get("config") if state.health is not None and state.ours else None
     if not isinstance(config, dict):
         return None
-    path = Path(str(config.get("path")))
+    # The proxy of this home reads this home's file; what it reports is compared, never opened.
+    path = locations.config_file()
     current = file_digest(path)
     loaded_at = config.get("loaded_at")
-    since = (
-        datetime.fromtimestamp(float(loaded_at)).strftime("%Y-%m-%d %H:%M:%S")
-        if isinstance(loaded_at, int | float)
-        else "start-up"
-    )
+    try:
+        since = datetime.fromtimestamp(float(loaded_at)).strftime("%Y-%m-%d %H:%M:%S")  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        since = "start-up"
     rejected = config.get("rejected")
     if isinstance(rejected, dict) and rejected.get("digest") == current:
         return _check(
