@@ -164,3 +164,19 @@ def test_doctor_reads_any_healthz_config_without_failing(config: Any) -> None:
     state = ProxyState(8742, {"home": daemon.this_home(), "config": config})
     result = running_config_check(state)
     assert result is None or (result["ok"] or result["fix"])
+
+
+def test_a_proxy_still_on_an_older_file_is_reported_with_the_restart(isolated_home: Path) -> None:
+    from switch import daemon
+    from switch.config import file_digest
+
+    config = isolated_home / "config.toml"
+    config.write_text("[server]\nport = 8742\n")
+    running = {"digest": file_digest(config), "loaded_at": 0, "rejected": None, "restart_needed": []}
+    state = ProxyState(8742, {"home": daemon.this_home(), "config": running})
+    assert (running_config_check(state) or {}).get("ok")
+    config.write_text("[server]\nport = 8742\n[routing]\nttft_timeout = 5\n")
+    check = running_config_check(state)
+    assert check is not None and not check["ok"]
+    assert "running config is older than config.toml" in check["detail"]
+    assert "switch down && switch up" in (check["fix"] or "")
