@@ -20,6 +20,7 @@ effort_levels = ["low", "high", "max"]
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,3 +222,70 @@ def model_settings(settings: Settings, reference: str) -> ModelSettings:
     if user is not None:
         merged.update(user.model_dump(exclude_none=True))
     return ModelSettings.model_validate(merged)
+
+
+def reference_problem(reference: str, providers: dict[str, Provider]) -> str | None:
+    """Why `reference` names no target these providers can serve (None: it does)."""
+    if reference == NATIVE:
+        return None
+    provider, sep, model = reference.partition("/")
+    if not sep or not model:
+        return f"'{reference}' is not 'native' or 'provider/model'"
+    if provider not in providers:
+        return f"unknown provider '{provider}' in '{reference}' (known: {', '.join(sorted(providers))})"
+    return None
+
+
+def check_references(settings: Settings, path: Path) -> None:
+    """Raise ConfigError when `[defaults] model` names no provider of this config."""
+    problem = reference_problem(settings.defaults.model, settings.providers)
+    if problem is not None:
+        raise ConfigError(
+            f"{path}: key 'defaults.model': {problem}; set it to \"native\" or a provider/model of a "
+            "[providers.NAME] table"
+        )
+
+
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 of the file's bytes, or None when it does not exist."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    """What a cheap poll compares to notice an edit: inode, mtime and size (None: no file)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """Settings together with the file they came from, as a running proxy reports them."""
+
+    settings: Settings
+    path: Path
+    digest: str | None
+    """SHA-256 of the file's bytes (None: no file, built-in defaults)."""
+    signature: tuple[int, int, int] | None
+    server: dict[str, Any]
+    """The [server] section as the file set it, before any command-line override."""
+
+
+def load_config(path: Path | None = None) -> LoadedConfig:
+    """Load and check config.toml, with the digest of exactly the bytes that were read."""
+    path = path or locations.config_file()
+    for _attempt in range(5):
+        # An editor may be writing the file meanwhile: settle on a read whose bytes did not change under it.
+        signature, digest = file_signature(path), file_digest(path)
+        settings = load_settings(path)
+        check_references(settings, path)
+        if file_digest(path) == digest:
+            break
+    return LoadedConfig(settings, path, digest, signature, settings.server.model_dump())

@@ -12,7 +12,11 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def doctor(
-        probe: bool = typer.Option(False, "--probe", help="Also send a 1-token request to every route target."),
+        probe: bool = typer.Option(
+            False,
+            "--probe",
+            help="Also send a 1-token request to every keyed route target; check that native and keyless ones answer.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Check config, presets, keys, the proxy and each harness's wiring."""

@@ -44,12 +44,13 @@ def register(app: typer.Typer) -> None:
         import uvicorn
 
         from switch import keys
-        from switch.config import load_settings
+        from switch.config import load_config
         from switch.errors import ConfigError
         from switch.proxy.app import create_app
 
         try:
-            settings = load_settings()
+            loaded = load_config()
+            settings = loaded.settings
             # A damaged key file is the user's to fix; refusing to start says so once, where every
             # call would otherwise fail on it.
             keys.read_file()
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
         )
         recorder = Recorder(pricer)
         recorder.start()
-        app = create_app(settings, sink=recorder)
+        app = create_app(settings, sink=recorder, config=loaded)
         _tune_gc()
         config = uvicorn.Config(
             app,

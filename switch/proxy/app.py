@@ -18,8 +18,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from switch import __version__, locations
-from switch.config import Settings
-from switch.errors import ClientRequestError
+from switch.config import LoadedConfig, Settings, file_digest, file_signature, load_config
+from switch.errors import ClientRequestError, ConfigError
 from switch.ledger.record import RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
@@ -30,7 +30,7 @@ from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.classify import ROLES
-from switch.routing.presets import PresetManager
+from switch.routing.presets import PresetManager, active_name, load_preset
 
 log = logging.getLogger("switch.app")
 
@@ -65,6 +65,104 @@ class HotRoutes:
         await self.fallback(scope, receive, send)
 
 
+class ConfigFollower:
+    """Applies config.toml edits to the running proxy; a file it cannot use leaves the last good config running.
+
+    Providers, `[defaults]`, `[routing]`, `[models]` and prices follow the file; `[server]` (where and how
+    the proxy listens) needs a restart, which the log and `/healthz` say. Each change swaps whole
+    objects, so a call sees the old config or the new one and requests pay nothing for the watching.
+    """
+
+    def __init__(self, loaded: LoadedConfig, relay: Relay, presets: PresetManager, sink: RecordSink | None) -> None:
+        self.relay = relay
+        self.presets = presets
+        self.sink = sink
+        self.path = loaded.path
+        self.running = loaded
+        self.started_server = loaded.server
+        self.seen = loaded.signature
+        self.loaded_at = time.time()
+        self.rejected: dict[str, str | None] | None = None
+        self.restart_needed: list[str] = []
+
+    def poll(self) -> bool:
+        """Apply the file if it changed since the last look; True when the running config changed."""
+        signature = file_signature(self.path)
+        if signature == self.seen:
+            return False
+        self.seen = signature
+        try:
+            loaded = load_config(self.path)
+            self._check_active_preset(loaded)
+        except ConfigError as exc:
+            if self.rejected is None or self.rejected["error"] != exc.message:
+                log.error("config.toml rejected, still running on the previous config: %s", exc.message)
+            self.rejected = {"digest": file_digest(self.path), "error": exc.message}
+            return False
+        self.rejected = None
+        if loaded.digest == self.running.digest:
+            return False
+        self._apply(loaded)
+        return True
+
+    def _check_active_preset(self, loaded: LoadedConfig) -> None:
+        # A provider the active preset routes to must not vanish under it; when the preset was already
+        # broken on its own, the preset watcher reports that, not this file.
+        name = active_name()
+        if name is None or self.presets.error is not None:
+            return
+        try:
+            load_preset(name, set(loaded.settings.providers))
+        except ConfigError as exc:
+            raise ConfigError(f"{self.path}: the active preset no longer loads with it: {exc.message}") from exc
+
+    def _apply(self, loaded: LoadedConfig) -> None:
+        running = self.relay.settings
+        settings = loaded.settings.model_copy(update={"server": running.server})
+        providers = {name: provider.api_key_env for name, provider in settings.providers.items()}
+        if providers != {name: provider.api_key_env for name, provider in running.providers.items()}:
+            self.relay.keys.reconfigure(providers)
+        self.relay.reconfigure(settings)
+        if set(settings.providers) != self.presets.providers or settings.defaults.model != self.presets.fallback_model:
+            self.presets.reconfigure(set(settings.providers), settings.defaults.model)
+        if settings.prices != running.prices or settings.pricing != running.pricing:
+            self._reprice(settings)
+        self.running = loaded
+        self.loaded_at = time.time()
+        self.restart_needed = sorted(
+            key for key, value in loaded.server.items() if value != self.started_server.get(key)
+        )
+        log.warning("config.toml reloaded: %s", loaded.path)
+        if self.restart_needed:
+            log.warning(
+                "config.toml changes [server] %s: that applies only after a restart (switch down && switch up)",
+                ", ".join(self.restart_needed),
+            )
+
+    def _reprice(self, settings: Settings) -> None:
+        from switch.ledger.pricer import Pricer
+
+        if isinstance(getattr(self.sink, "pricer", None), Pricer):
+            # The writer thread reads `pricer` once per row; the new table loads there, on first use.
+            self.sink.pricer = Pricer(  # type: ignore[union-attr]
+                settings.prices,
+                baseline_anthropic=settings.pricing.baseline_anthropic,
+                baseline_openai=settings.pricing.baseline_openai,
+            )
+
+    def health(self) -> dict[str, Any]:
+        """The config the proxy runs with, for /healthz (which `switch doctor` compares with the file)."""
+        signature = self.running.signature
+        return {
+            "path": str(self.path),
+            "digest": self.running.digest,
+            "mtime": signature[1] / 1e9 if signature else None,
+            "loaded_at": round(self.loaded_at, 3),
+            "rejected": self.rejected,
+            "restart_needed": self.restart_needed,
+        }
+
+
 async def _count_tokens_error(exchange: Exchange, status: int, message: str) -> None:
     request_id = new_id("req_")
     headers = [(b"content-type", b"application/json"), (b"request-id", request_id.encode())]
@@ -81,11 +179,13 @@ def create_app(
     settings: Settings,
     *,
     sink: RecordSink | None = None,
+    config: LoadedConfig | None = None,
 ) -> Any:
-    """Build the proxy app; `sink` receives one record per call."""
+    """Build the proxy app; `sink` receives one record per call; given `config`, edits of its file are followed."""
     pool = UpstreamPool(settings.server)
     presets = PresetManager(set(settings.providers), settings.defaults.model)
     relay = Relay(settings, pool, sink, presets)
+    follower = ConfigFollower(config, relay, presets, sink) if config is not None else None
     started = time.time()
 
     async def count_tokens(exchange: Exchange) -> None:
@@ -155,6 +255,8 @@ def create_app(
 
     async def healthz(_request: Request) -> Response:
         payload: dict[str, Any] = {"status": "ok", "uptime_s": round(time.time() - started, 1), **identity}
+        if follower is not None:
+            payload["config"] = follower.health()
         if ledger_health is not None:
             # Still 200 when the ledger is in trouble: calls are served (and kept) all the same, and
             # harness start-up probes must pass; "degraded" and the figures say what is wrong.
@@ -163,11 +265,18 @@ def create_app(
                 payload["status"] = "degraded"
         return Response(orjson.dumps(payload), media_type="application/json")
 
-    async def watch_presets() -> None:
-        # A stat of a handful of small files every half second: `switch use` takes effect
-        # within a second, and requests never wait for it.
+    async def watch_files() -> None:
+        # A stat of a handful of small files every half second: `switch use` and config.toml edits
+        # take effect within a second, and requests never wait for it.
         while True:
             await asyncio.sleep(0.5)
+            if follower is not None:
+                try:
+                    follower.poll()
+                except OSError as exc:
+                    log.warning("could not read config.toml: %s", exc)
+                except Exception:  # the watcher must keep running: the next edit may be fine
+                    log.exception("could not apply config.toml")
             try:
                 presets.refresh()
             except OSError as exc:
@@ -191,7 +300,7 @@ def create_app(
         relay.keys.start()
         if not await asyncio.to_thread(relay.keys.wait_loaded, KEY_START_WAIT_S):
             log.warning("still reading provider keys after %.0f s; serving meanwhile", KEY_START_WAIT_S)
-        watcher = asyncio.create_task(watch_presets())
+        watcher = asyncio.create_task(watch_files())
         collector = asyncio.create_task(collect_cycles())
         try:
             yield

@@ -110,6 +110,14 @@ class Relay:
         self.passthrough = PassThroughPath(settings, pool)
         self._targets: dict[tuple[str, str], Target] = {}
 
+    def reconfigure(self, settings: Settings) -> None:
+        """Route later calls with `settings` (config.toml changed); calls in flight keep their targets."""
+        self.settings = settings
+        self.translated.settings = settings
+        self.passthrough.settings = settings
+        # Targets resolved from the old providers (base_url, api, key variable) must not outlive them.
+        self._targets = {}
+
     def _resolve(self, reference: str, inbound: InboundApi) -> Target:
         cached = self._targets.get((reference, inbound.name))
         if cached is None:

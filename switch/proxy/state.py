@@ -99,6 +99,12 @@ class KeyCache:
         """Block until the first read finished (True) or `timeout` passed (False)."""
         return self._loaded.wait(timeout)
 
+    def reconfigure(self, providers: Mapping[str, str | None]) -> None:
+        """Read the keys of this provider set (name -> env var) from now on, starting soon."""
+        # One assignment: the reading thread sees the old mapping or the new one, never half.
+        self._providers = dict(providers)
+        self._wake.set()
+
     def wake(self) -> None:
         """Read the keys again soon (after a config change, or a call that found none)."""
         self._wake.set()

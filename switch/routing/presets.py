@@ -291,6 +291,15 @@ class PresetManager:
         self.error = None
         return preset
 
+    def reconfigure(self, providers: set[str], fallback_model: str) -> None:
+        """Validate presets against a new provider set and default model (config.toml changed)."""
+        self.providers = providers
+        self.fallback_model = fallback_model
+        before = self.active
+        self.active = self._load()
+        if self.active is not before:
+            log.info("active preset is now '%s'", self.active.name)
+
     def refresh(self) -> bool:
         """Reload when any preset file or the active choice changed; True when routes changed."""
         if self._state() == self._signature:

@@ -74,11 +74,16 @@ def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
     if settings is None:
         return HealthInfo([], fmt.plain(f"config.toml is invalid: {config['detail']}"), {}, "unknown", [])
     statuses = checks.preset_statuses(settings)
+    state = checks.proxy_state(settings, timeout=0.3)
+    proxy = proxy_status(state)
+    running = checks.running_config_check(state)
+    if running is not None and not running["ok"]:
+        proxy += f"\n  {running['detail']}\n  fix: {running['fix']}"
     return HealthInfo(
         statuses,
         active_routes(statuses, settings.defaults.model),
         checks.key_sources(settings),
-        proxy_status(checks.proxy_state(settings, timeout=0.3)),
+        proxy,
         problems,
     )
 
