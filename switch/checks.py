@@ -289,7 +289,7 @@ def diagnose(probe: bool = False) -> list[Check]:
             results.append(_check("preset", False, exc.message, _preset_fix(exc.message)))
     if preset is not None:
         results.extend(_target_option_checks(preset, providers))
-    results.extend(_other_preset_checks(name, providers))
+    results.extend(_other_preset_checks(name, providers, settings.defaults.model))
     targets = _preset_targets(preset) if preset is not None else set()
     # An unknown provider is reported where it is named (config, preset); no key can fix it.
     used = {t.split("/", 1)[0] for t in targets if t != NATIVE}
@@ -379,7 +379,7 @@ def _target_option_checks(preset: Preset, providers: set[str]) -> list[Check]:
     return results
 
 
-def _other_preset_checks(active: str | None, providers: set[str]) -> list[Check]:
+def _other_preset_checks(active: str | None, providers: set[str], default_model: str) -> list[Check]:
     """The user's own presets that `switch use` would refuse (the shipped ones are tested)."""
     from switch import locations
     from switch.errors import SwitchError
@@ -391,7 +391,7 @@ def _other_preset_checks(active: str | None, providers: set[str]) -> list[Check]
         if name == active or path.resolve().parent != user_dir:
             continue
         try:
-            preset = load_preset(name, providers)
+            preset = load_preset(name, providers, default_model)
         except SwitchError as exc:
             results.append(_check(f"preset:{name}", False, exc.message, _preset_fix(exc.message)))
             continue

@@ -112,7 +112,7 @@ class ConfigFollower:
         if name is None or self.presets.error is not None:
             return
         try:
-            load_preset(name, set(loaded.settings.providers))
+            load_preset(name, set(loaded.settings.providers), loaded.settings.defaults.model)
         except ConfigError as exc:
             raise ConfigError(f"{self.path}: the active preset no longer loads with it: {exc.message}") from exc
 
