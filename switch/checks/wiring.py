@@ -1,0 +1,113 @@
+"""Checks of each harness's wiring against the running proxy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+from switch.checks.base import Check, ProxyState, check
+
+
+def wired_url(harness: str) -> tuple[Path, str, str | None]:
+    """(file, setting, URL) of where switch's wiring sends `harness` (URL None: not found in the file)."""
+    from switch import wiring
+
+    if harness == "claude":
+        path = wiring.claude_settings_path()
+        env = json_object(path).get("env")
+        url = env.get("ANTHROPIC_BASE_URL") if isinstance(env, dict) else None
+        return path, "env.ANTHROPIC_BASE_URL", url if isinstance(url, str) else None
+    keys: tuple[str, ...]
+    if harness == "codex":
+        path, keys = wiring.codex_config_path(), ("model_providers", "switch", "base_url")
+    else:
+        path, keys = wiring.deepagents_config_path(), ("models", "providers", "switch", "base_url")
+    value: Any = toml_table(path)
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return path, "[" + ".".join(keys[:-1]) + "] " + keys[-1], value if isinstance(value, str) else None
+
+
+def wiring_checks(state: ProxyState) -> list[Check]:
+    """Each harness switch wired: still wired, and to the port this home's proxy runs on."""
+    from urllib.parse import urlsplit
+
+    from switch import wiring
+
+    results: list[Check] = []
+    for harness in ("claude", "codex", "langchain"):
+        wired = wiring.state(harness)
+        name = f"wiring:{harness}"
+        if wired == "stale":
+            fix = f"switch {harness} off && switch {harness} on"
+            results.append(check(name, False, f"{harness} wiring is stale", fix))
+            continue
+        if wired == "on":
+            path, setting, url = wired_url(harness)
+            try:
+                port = urlsplit(url).port if url else None
+            except ValueError:
+                port = None
+            if port != state.port:
+                runs = "runs" if state.health is not None else "is configured to run"
+                results.append(
+                    check(
+                        name,
+                        False,
+                        f"{path} sets {setting} = {url}, but this home's proxy {runs} on port {state.port}: "
+                        f"{harness} calls miss the proxy",
+                        f"switch {harness} on",
+                    )
+                )
+                continue
+        results.append(check(name, True, f"{harness} wiring is {wired}"))
+    return results
+
+
+def wired_models() -> list[tuple[str, str, Path, str, str]]:
+    """(harness, preset section, file, setting, model) for each model name a harness config file sets."""
+    from switch import wiring
+
+    found: list[tuple[str, str, Path, str, str]] = []
+    path = wiring.deepagents_config_path()
+    models = toml_table(path).get("models")
+    if isinstance(models, dict):
+        for key in ("default", "recent"):
+            if isinstance(models.get(key), str):
+                found.append(("langchain", "langchain", path, f"[models] {key}", models[key]))
+    path = wiring.codex_config_path()
+    codex = toml_table(path)
+    if isinstance(codex.get("model"), str):
+        found.append(("codex", "codex", path, "model", codex["model"]))
+    profiles = codex.get("profiles")
+    for name, profile in profiles.items() if isinstance(profiles, dict) else []:
+        if isinstance(profile, dict) and isinstance(profile.get("model"), str):
+            found.append(("codex", "codex", path, f"[profiles.{name}] model", profile["model"]))
+    path = wiring.claude_settings_path()
+    claude = json_object(path)
+    env = claude.get("env")
+    for key, value in (("model", claude.get("model")), ("env.ANTHROPIC_MODEL", (env or {}).get("ANTHROPIC_MODEL"))):
+        if isinstance(value, str):
+            found.append(("claude", "claude-code", path, key, value))
+    return found
+
+
+def toml_table(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}  # missing or broken: the wiring check speaks for a broken file switch wrote
+
+
+def json_object(path: Path) -> dict[str, Any]:
+    try:
+        parsed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
