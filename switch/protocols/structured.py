@@ -1,10 +1,11 @@
-"""Structured output (`OutputFormat`) in OpenAI's two wire shapes, read and written for chat and Responses.
+"""Structured output (`OutputFormat`) in the three wire shapes, read from callers and written upstream.
 
 Chat nests the schema fields under `response_format.json_schema`; Responses puts them flat in
-`text.format`. Anthropic's `output_config.format` (`{type: "json_schema", schema}`) has its own
-reader and writer in its modules. A reader carries every type it is given (a pass-through upstream
-may know it); a writer refuses, with `UnsupportedFeatureError`, what its API cannot say, so a
-caller never gets free text where it asked for JSON.
+`text.format`; Anthropic takes only `output_config.format = {type: "json_schema", schema}`, always
+enforced, with no name, description or strict flag. A reader carries every type it is given (the
+caller's own API, passed through, may know it); a writer refuses, with `UnsupportedFeatureError`,
+what its API cannot say (json_object to Anthropic, vLLM's `regex` to OpenAI), so a caller never
+gets free text where it asked for JSON.
 """
 
 from __future__ import annotations
@@ -75,3 +76,40 @@ def write_openai_format(output_format: OutputFormat, nested: bool, api: str) -> 
     if nested:
         return {"type": "json_schema", "json_schema": fields}
     return {"type": "json_schema", **fields}
+
+
+def read_anthropic_format(body: dict[str, Any]) -> OutputFormat | None:
+    """Anthropic's `output_config.format` (or the beta's top-level `output_format`) → IR."""
+    output_config = body.get("output_config")
+    value = output_config.get("format") if isinstance(output_config, dict) else None
+    path = "output_config.format"
+    if value is None:
+        path, value = "output_format", body.get("output_format")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise wrong_type(path, "an object", value)
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        raise wrong_type(f"{path}.type", "a string", kind)
+    return OutputFormat(kind, _optional(value, "schema", dict, "an object", path))
+
+
+def write_anthropic_format(output_format: OutputFormat) -> dict[str, Any]:
+    """The IR format as Anthropic's `output_config.format`; OpenAI's name, description and strict have no place."""
+    if output_format.kind == "json_object":
+        raise UnsupportedFeatureError(
+            "structured output of type json_object (any JSON object) cannot be sent to an anthropic upstream: "
+            "Anthropic's structured outputs take only a JSON schema; ask for json_schema with a schema instead"
+        )
+    if output_format.kind != "json_schema":
+        raise UnsupportedFeatureError(
+            f"structured output of type '{output_format.kind}' cannot be sent to an anthropic upstream; "
+            "use json_schema with a schema"
+        )
+    if output_format.schema is None:
+        raise UnsupportedFeatureError(
+            "a json_schema structured output without a schema cannot be sent to an anthropic upstream; "
+            "include the schema"
+        )
+    return {"type": "json_schema", "schema": output_format.schema}

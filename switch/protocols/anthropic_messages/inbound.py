@@ -31,7 +31,6 @@ from switch.protocols.ir import (
     DocumentPart,
     ImagePart,
     Message,
-    OutputFormat,
     Part,
     Reasoning,
     ReasoningEffort,
@@ -47,6 +46,7 @@ from switch.protocols.ir import (
     UnsupportedFeatureError,
     Usage,
 )
+from switch.protocols.structured import read_anthropic_format
 
 BILLING_PREFIX = "x-anthropic-billing-header:"
 _EFFORTS: dict[str, ReasoningEffort] = {
@@ -270,27 +270,6 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
     return None
 
 
-def _output_format(body: dict[str, Any]) -> OutputFormat | None:
-    # `output_config.format` is the GA field; top-level `output_format` is the beta
-    # (structured-outputs-2025-11-13) spelling older SDKs still send.
-    output_config = optional_dict(body, "output_config")
-    path = "output_config.format"
-    value = output_config.get("format") if output_config is not None else None
-    if value is None:
-        path, value = "output_format", body.get("output_format")
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise wrong_type(path, "an object", value)
-    kind = value.get("type")
-    if not isinstance(kind, str):
-        raise wrong_type(f"{path}.type", "a string", kind)
-    schema = value.get("schema")
-    if schema is not None and not isinstance(schema, dict):
-        raise wrong_type(f"{path}.schema", "an object", schema)
-    return OutputFormat(kind, schema)
-
-
 def _messages(raw_messages: list[Any]) -> tuple[Message, ...]:
     messages: list[Message] = []
     for index, raw in enumerate(raw_messages):
@@ -347,7 +326,7 @@ def request_to_ir(body: Any) -> Request:
         stop=string_list(body.get("stop_sequences"), "stop_sequences"),
         reasoning=_reasoning(body),
         user=user,
-        output_format=_output_format(body),
+        output_format=read_anthropic_format(body),
         provider_data=provider_data,
     )
 

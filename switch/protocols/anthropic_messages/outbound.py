@@ -15,7 +15,6 @@ from switch.protocols.anthropic_messages.inbound import BILLING_PREFIX
 from switch.protocols.carry import client_tool_id, is_switch_signature, short_tool_name
 from switch.protocols.ir import (
     ImagePart,
-    OutputFormat,
     Part,
     ReasoningPart,
     Request,
@@ -24,9 +23,9 @@ from switch.protocols.ir import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    UnsupportedFeatureError,
     Usage,
 )
+from switch.protocols.structured import write_anthropic_format
 from switch.protocols.tools import ToolIndex
 from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
@@ -107,27 +106,6 @@ def _blocks(parts: tuple[Part, ...], index: ToolIndex) -> tuple[list[dict[str, A
     return blocks, signed_thinking
 
 
-def _output_format(output_format: OutputFormat) -> dict[str, Any]:
-    # Anthropic's structured outputs take only a JSON schema (always enforced, so OpenAI's `strict`
-    # has nothing to say); `name` and `description` have no place and are left out.
-    if output_format.kind == "json_object":
-        raise UnsupportedFeatureError(
-            "structured output of type json_object (any JSON object) cannot be sent to an anthropic upstream: "
-            "Anthropic's structured outputs take only a JSON schema; ask for json_schema with a schema instead"
-        )
-    if output_format.kind != "json_schema":
-        raise UnsupportedFeatureError(
-            f"structured output of type '{output_format.kind}' cannot be sent to an anthropic upstream; "
-            "use json_schema with a schema"
-        )
-    if output_format.schema is None:
-        raise UnsupportedFeatureError(
-            "a json_schema structured output without a schema cannot be sent to an anthropic upstream; "
-            "include the schema"
-        )
-    return {"type": "json_schema", "schema": output_format.schema}
-
-
 def request_from_ir(request: Request, model: str) -> dict[str, Any]:
     """The Anthropic Messages body for `request` on `model`."""
     index = ToolIndex.of(request.tools)
@@ -199,7 +177,7 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
     if request.stop:
         body["stop_sequences"] = list(request.stop)
     if request.output_format is not None:
-        body["output_config"] = {"format": _output_format(request.output_format)}
+        body["output_config"] = {"format": write_anthropic_format(request.output_format)}
     if request.user:
         body["metadata"] = {"user_id": request.user[:256]}
     if request.stream:
