@@ -129,6 +129,22 @@ class Reasoning:
 
 
 @value
+class OutputFormat:
+    """Structured output the caller asked for, in place of free text.
+
+    `kind` is `json_schema` (JSON matching `schema`), `json_object` (any JSON object), or another
+    type the caller's API named (vLLM's `regex`, …), which only an upstream that knows it can take.
+    `name`, `strict` and `description` are OpenAI's; Anthropic's format has none of them.
+    """
+
+    kind: str
+    schema: dict[str, Any] | None = None
+    name: str | None = None
+    strict: bool | None = None
+    description: str | None = None
+
+
+@value
 class Request:
     """A model call, independent of the API it came in on."""
 
@@ -146,6 +162,7 @@ class Request:
     reasoning: Reasoning | None = None
     user: str | None = None
     cache_key: str | None = None
+    output_format: OutputFormat | None = None
     provider_data: dict[str, Any] = field(default_factory=dict)
 
 

@@ -46,6 +46,7 @@ from switch.protocols.ir import (
     UnsupportedFeatureError,
     Usage,
 )
+from switch.protocols.structured import read_anthropic_format
 
 BILLING_PREFIX = "x-anthropic-billing-header:"
 _EFFORTS: dict[str, ReasoningEffort] = {
@@ -325,6 +326,7 @@ def request_to_ir(body: Any) -> Request:
         stop=string_list(body.get("stop_sequences"), "stop_sequences"),
         reasoning=_reasoning(body),
         user=user,
+        output_format=read_anthropic_format(body),
         provider_data=provider_data,
     )
 

@@ -25,6 +25,7 @@ from switch.protocols.ir import (
     ToolResultPart,
     Usage,
 )
+from switch.protocols.structured import write_anthropic_format
 from switch.protocols.tools import ToolIndex
 from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
@@ -175,6 +176,8 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
             body["top_p"] = request.top_p
     if request.stop:
         body["stop_sequences"] = list(request.stop)
+    if request.output_format is not None:
+        body["output_config"] = {"format": write_anthropic_format(request.output_format)}
     if request.user:
         body["metadata"] = {"user_id": request.user[:256]}
     if request.stream:

@@ -35,6 +35,7 @@ from switch.protocols.ir import (
     image_from_url,
 )
 from switch.protocols.openai_chat.outbound import reasoning_of
+from switch.protocols.structured import read_openai_format
 
 _EFFORTS: dict[str, ReasoningEffort] = {
     effort: effort for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -227,6 +228,7 @@ def request_to_ir(body: Any) -> Request:
         reasoning=Reasoning(known_effort != "none", known_effort) if known_effort is not None else None,
         user=user,
         cache_key=optional_str(body, "prompt_cache_key"),
+        output_format=read_openai_format(body.get("response_format"), "response_format", nested=True),
         provider_data={"include_usage": include_usage is True},
     )
 

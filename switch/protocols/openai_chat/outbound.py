@@ -32,6 +32,7 @@ from switch.protocols.ir import (
     UnsupportedFeatureError,
     Usage,
 )
+from switch.protocols.structured import write_openai_format
 from switch.protocols.tools import CUSTOM_ARGUMENT, ToolIndex
 from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
@@ -250,6 +251,8 @@ def request_from_ir(
             body["top_p"] = request.top_p
     if request.stop:
         body["stop"] = list(request.stop)
+    if request.output_format is not None:
+        body["response_format"] = write_openai_format(request.output_format, True, "openai-chat")
     if request.reasoning is not None:
         _apply_reasoning(body, request.reasoning, target)
     if request.user and target.send_user:

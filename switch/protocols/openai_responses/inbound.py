@@ -43,6 +43,7 @@ from switch.protocols.ir import (
     image_from_url,
 )
 from switch.protocols.openai_responses.items import call_item, message_item, reasoning_item, response_object, status_of
+from switch.protocols.structured import read_openai_format
 from switch.protocols.tools import ToolIndex, flat_name
 
 _EFFORTS: dict[str, ReasoningEffort] = {
@@ -335,6 +336,8 @@ def request_to_ir(body: Any) -> Request:
         provider_data["previous_response_id"] = previous
     if optional_bool(body, "store") is False:
         provider_data["store"] = False
+    text_config = optional_dict(body, "text")
+    output_format = read_openai_format(text_config.get("format"), "text.format", nested=False) if text_config else None
     return Request(
         model=model,
         system=tuple(system),
@@ -349,6 +352,7 @@ def request_to_ir(body: Any) -> Request:
         reasoning=Reasoning(known_effort != "none", known_effort) if known_effort is not None else None,
         user=optional_str(body, "safety_identifier") or optional_str(body, "user"),
         cache_key=optional_str(body, "prompt_cache_key"),
+        output_format=output_format,
         provider_data=provider_data,
     )
 

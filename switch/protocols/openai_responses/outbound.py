@@ -23,6 +23,7 @@ from switch.protocols.ir import (
     ToolSpec,
     Usage,
 )
+from switch.protocols.structured import write_openai_format
 from switch.protocols.tools import ToolIndex, flat_name
 from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
@@ -146,6 +147,8 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
         body["include"] = ["reasoning.encrypted_content"]
     if request.cache_key:
         body["prompt_cache_key"] = request.cache_key
+    if request.output_format is not None:
+        body["text"] = {"format": write_openai_format(request.output_format, False, "openai-responses")}
     body["store"] = False
     if request.stream:
         body["stream"] = True
