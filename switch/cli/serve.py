@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
         from switch import keys, locations
         from switch.config import load_settings
         from switch.proxy.app import create_app
-        from switch.routing.presets import active_name, load_preset
+        from switch.cli.presets import load_active
 
         # Config errors (SwitchError) end here as one `switch: …` line (see commands._ReportingGroup).
         settings = load_settings()
@@ -117,8 +117,7 @@ def register(app: typer.Typer) -> None:
         # call would otherwise fail on it.
         keys.read_file()
         # The running proxy keeps its last good preset when the file breaks; at start there is none to keep.
-        name = active_name()
-        preset = load_preset(name, set(settings.providers)) if name is not None else None
+        preset = load_active(set(settings.providers))
         if host is not None:
             settings.server.host = host
         if port is not None:
