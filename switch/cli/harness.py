@@ -150,9 +150,10 @@ def register(app: typer.Typer) -> None:
     def up(port: int = typer.Option(None, help="Port (default: [server] port, 8742).")) -> None:
         """Run the proxy in the background."""
         from switch import daemon
-        from switch.config import load_settings
+        from switch.cli.serve import startup_checks
 
-        result = daemon.start(port or load_settings().server.port)
+        settings, _ = startup_checks()
+        result = daemon.start(port or settings.server.port)
         word = "already running" if result.get("already") else "started"
         where = f"log: {result['log']}" if result.get("log") else "in the foreground (`switch serve`)"
         typer.echo(f"switch proxy {word} on 127.0.0.1:{result['port']} (pid {result['pid']}); {where}")
@@ -226,14 +227,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Launch a harness through switch without touching any file (extra arguments go to the harness)."""
         from switch import daemon, wiring
-        from switch.config import load_settings
+        from switch.cli.serve import startup_checks
         from switch.errors import SwitchError
 
         programs = {"claude": "claude", "codex": "codex", "dcode": "dcode"}
         if harness not in programs:
             raise SwitchError(f"`switch run` takes claude, codex or dcode, not '{harness}'")
         # A config problem is reported before anything is looked up or started.
-        configured = load_settings().server.port
+        configured = startup_checks()[0].server.port
         executable = shutil.which(programs[harness])
         if executable is None:
             installs = {

@@ -80,6 +80,24 @@ def _port_taken(host: str, port: int) -> str:
     )
 
 
+def startup_checks() -> tuple[Any, Any]:
+    """What `switch serve` refuses to start without: a valid config, key file and active preset.
+
+    Returns (settings, active preset or None); raises SwitchError naming the file and the fix. `up` and `run`
+    call it too, so their errors are the same one line rather than the tail of a failed proxy's log.
+    """
+    from switch import keys
+    from switch.cli.presets import load_active
+    from switch.config import load_settings
+
+    settings = load_settings()
+    # A damaged key file is the user's to fix; refusing to start says so once, where every call would
+    # otherwise fail on it.
+    keys.read_file()
+    # The running proxy keeps its last good preset when the file breaks; at start there is none to keep.
+    return settings, load_active(set(settings.providers))
+
+
 def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -106,18 +124,11 @@ def register(app: typer.Typer) -> None:
         """Run the proxy in the foreground."""
         import uvicorn
 
-        from switch import keys, locations
-        from switch.config import load_settings
+        from switch import locations
         from switch.proxy.app import create_app
-        from switch.cli.presets import load_active
 
         # Config errors (SwitchError) end here as one `switch: …` line (see commands._ReportingGroup).
-        settings = load_settings()
-        # A damaged key file is the user's to fix; refusing to start says so once, where every
-        # call would otherwise fail on it.
-        keys.read_file()
-        # The running proxy keeps its last good preset when the file breaks; at start there is none to keep.
-        preset = load_active(set(settings.providers))
+        settings, preset = startup_checks()
         if host is not None:
             settings.server.host = host
         if port is not None:
