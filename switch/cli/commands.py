@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -30,7 +29,7 @@ class _ReportingGroup(TyperGroup):
     Sub-command groups run inside the root group's `invoke`, so this one place covers every command.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # typer's own copy of click.Context
         from switch.errors import SwitchError
 
         try:

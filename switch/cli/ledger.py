@@ -42,7 +42,9 @@ def register(app: typer.Typer) -> None:
     def spend(
         since: str = typer.Option(None, help="Start: 1h, 24h, 7d, today, or an ISO date."),
         until: str = typer.Option(None, help="End, same forms."),
-        by: str = typer.Option(None, help="Group by day, model, role, harness, session, preset, provider or requested."),
+        by: str = typer.Option(
+            None, help="Group by day, model, role, harness, session, preset, provider or requested."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Spend, native estimate, savings, calls, errors, cache use and speed."""

@@ -44,7 +44,9 @@ def _listen(host: str, port: int) -> socket.socket:
             host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
     except OSError as exc:
-        raise SwitchError(f"cannot listen on {host}: {exc.strerror or exc}; check [server] host in config.toml") from None
+        raise SwitchError(
+            f"cannot listen on {host}: {exc.strerror or exc}; check [server] host in config.toml"
+        ) from None
     sock = socket.socket(family, socket.SOCK_STREAM)
     # As uvicorn does: connections lingering in TIME_WAIT from a previous run do not make the port busy.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -71,9 +73,8 @@ def _port_taken(host: str, port: int) -> str:
             f"port {port} on {host} is already taken by this home's own switch proxy (pid "
             f"{health.get('pid', 'not reported')}): it is running; `switch status` shows it, `switch down` stops it"
         )
-    holder = (
-        daemon.describe_other(health) if health is not None else "another program (it does not answer as a switch proxy)"
-    )
+    stranger = "another program (it does not answer as a switch proxy)"
+    holder = daemon.describe_other(health) if health is not None else stranger
     return (
         f"port {port} on {host} is already taken by {holder}; pick another with `switch serve --port N` "
         "or set [server] port in config.toml"

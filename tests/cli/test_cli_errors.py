@@ -132,7 +132,7 @@ BROKEN: dict[str, Broken] = {
     "bad type": Broken("config", "config.toml", "kimi-k3", _write("config.toml", '[server]\nport = "high"\n')),
     "unknown key": Broken("config", "config.toml", "kimi-k3", _write("config.toml", "[server]\nprot = 1\n")),
     "not UTF-8": Broken(
-        "config", "config.toml", "kimi-k3", lambda home: (home / "config.toml").write_bytes(b"[server]\nhost = '\xff'\n")
+        "config", "config.toml", "kimi-k3", lambda home: (home / "config.toml").write_bytes(b"host = '\xff'\n")
     ),
     "unreadable": Broken("config", "config.toml", "kimi-k3", lambda home: (home / "config.toml").mkdir(exist_ok=True)),
     "unknown provider in [defaults]": Broken(
