@@ -20,8 +20,12 @@ from typing import Any
 
 import pytest
 import typer
+from hypothesis import given
+from hypothesis import strategies as st
 
 from switch.cli import app
+from switch.config import load_settings
+from switch.errors import ConfigError
 from tests.servers import free_port
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -242,3 +246,47 @@ def _misreported(label: str, result: subprocess.CompletedProcess[str], names: st
     if result.returncode != 2 or len(lines) != 1 or not lines[0].startswith("switch: ") or names not in lines[0]:
         return [f"expected exit 2 and one `switch: …` line naming {names}: {shown}"]
     return []
+
+
+# Any TOML a user may write: the names switch knows (so documents get past parsing into validation) and others.
+NAMES = st.sampled_from(
+    ["server", "port", "host", "defaults", "model", "providers", "baseten", "mine", "api", "base_url", "models",
+     "prices", "input", "routing", "fallback_on", "pricing", "max_output_tokens", "shutdown_grace", "x"]
+)  # fmt: skip
+SCALARS = (
+    st.text(max_size=12)
+    | st.sampled_from(["native", "nosuch/x", "baseten/m", "anthropic", "openai-chat", "litellm", "connect"])
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.booleans()
+)
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(NAMES, inner, max_size=3))
+DOCUMENTS = st.dictionaries(NAMES, VALUES, max_size=5)
+SECRET = "tok-never-shown-0123"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string (escapes included) is a TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    return "{" + ", ".join(f"{json.dumps(key)} = {_toml(item)}" for key, item in value.items()) + "}"
+
+
+@given(document=DOCUMENTS)
+def test_any_config_is_loaded_or_refused_with_a_message_naming_the_file(document: dict[str, Any]) -> None:
+    home = Path(os.environ["SWITCH_HOME"])
+    path = home / "config.toml"
+    server = document.get("server")
+    if isinstance(server, dict):
+        server["access_token"] = SECRET  # wherever the error is, the token must not be quoted in it
+    path.write_text("\n".join(f"{json.dumps(key)} = {_toml(value)}" for key, value in document.items()))
+    try:
+        load_settings()
+    except ConfigError as exc:
+        assert exc.message.startswith(f"{path}: ")
+        assert SECRET not in exc.message
