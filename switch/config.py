@@ -175,21 +175,63 @@ BUILTIN_MODEL_FAMILIES: tuple[tuple[str, ModelSettings], ...] = (
 )
 
 
+def _allowed_keys(table: tuple[int | str, ...]) -> list[str]:
+    """The keys config.toml allows in the table at `table` (empty where they are free-form, like [prices])."""
+    fixed: dict[str, type[BaseModel]] = {"server": Server, "defaults": Defaults, "routing": Routing, "pricing": Pricing}
+    named: dict[str, type[BaseModel]] = {"providers": Provider, "models": ModelSettings}
+    model: type[BaseModel] | None = None
+    if not table:
+        model = Settings
+    elif len(table) == 1:
+        model = fixed.get(str(table[0]))
+    elif len(table) == 2:
+        model = named.get(str(table[0]))
+    return sorted(model.model_fields) if model is not None else []
+
+
 def _describe(error: ValidationError, path: Path) -> str:
+    # Values are never quoted back: a mistyped access_token or key must not end up on the screen.
     first = error.errors()[0]
-    key = ".".join(str(part) for part in first["loc"])
-    return f"{path}: invalid value at '{key}': {first['msg']}"
+    loc = tuple(first["loc"])
+    key = ".".join(str(part) for part in loc)
+    if first["type"] == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        known = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return f"{path}: unknown key '{key}'{known}; fix its spelling or remove it"
+    return f"{path}: invalid value at '{key}': {first['msg']}; fix it or remove the key to use the default"
+
+
+def _check_default_model(model: str, providers: dict[str, Any], path: Path) -> None:
+    if model == NATIVE:
+        return
+    provider, sep, name = model.partition("/")
+    if not sep or not provider or not name:
+        raise ConfigError(
+            f"{path}: key 'defaults.model': '{model}' is not 'native' or 'provider/model'; "
+            f'write it as e.g. model = "baseten/moonshotai/Kimi-K3"'
+        )
+    if provider not in providers:
+        raise ConfigError(
+            f"{path}: key 'defaults.model': unknown provider '{provider}' (known: {', '.join(sorted(providers))}); "
+            f"use one of those, or add a [providers.{provider}] table with its base_url"
+        )
 
 
 def load_settings(path: Path | None = None) -> Settings:
-    """Read config.toml (if any) over the built-in defaults; raise ConfigError naming the key."""
+    """Read config.toml (if any) over the built-in defaults; raise ConfigError naming the key and the fix."""
     path = path or locations.config_file()
     raw: dict[str, Any] = {}
     if path.exists():
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+            raise ConfigError(
+                f"{path}: not valid TOML: {exc}; fix that line, or move the file away to run on the defaults"
+            ) from exc
+        except OSError as exc:
+            raise ConfigError(
+                f"{path}: cannot be read ({exc.strerror}); make it a readable file, or remove it to run on the defaults"
+            ) from exc
     providers: dict[str, Any] = {name: dict(fields) for name, fields in BUILTIN_PROVIDERS.items()}
     user_providers = raw.get("providers", {})
     if not isinstance(user_providers, dict):
@@ -205,9 +247,12 @@ def load_settings(path: Path | None = None) -> Settings:
             )
         providers[name] = {**providers.get(name, {}), **fields}
     try:
-        return Settings.model_validate({**raw, "providers": providers})
+        settings = Settings.model_validate({**raw, "providers": providers})
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path)) from exc
+    # Checked here, not per call: a default no call can reach would otherwise fail every call the same way.
+    _check_default_model(settings.defaults.model, providers, path)
+    return settings
 
 
 def model_settings(settings: Settings, reference: str) -> ModelSettings:

@@ -240,14 +240,14 @@ def stop(timeout: float | None = None, port: int | None = None) -> dict[str, Any
     pid = int(record["pid"])
     if not pid_alive(pid):
         record_path().unlink(missing_ok=True)
-        return {"stopped": False, "reason": f"stale record (pid {pid} was not running); cleaned up"}
+        return {"stopped": False, "reason": f"was not running (pid {pid} had exited); removed its stale record"}
     if not is_our_proxy(pid, int(record["port"])):
         # The pid was reused by another program after the proxy died: signalling it would kill a stranger.
         record_path().unlink(missing_ok=True)
         return {
             "stopped": False,
-            "reason": f"stale record (pid {pid} is now another program, not this home's proxy); "
-            "removed the record without signalling it",
+            "reason": f"was not running (pid {pid} is now another program, not this home's proxy); "
+            "removed its stale record without signalling it",
         }
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout

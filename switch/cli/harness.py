@@ -20,18 +20,22 @@ def _port() -> int:
     return daemon.proxy_port(load_settings().server.port)
 
 
-def _fail(exc: Exception) -> None:
-    typer.echo(f"switch: {getattr(exc, 'message', exc)}", err=True)
-    raise typer.Exit(2) from exc
+ACTIONS = {"claude": ("on", "off"), "codex": ("on", "off"), "langchain": ("on", "off", "env")}
+
+
+def _check_action(harness: str, action: str) -> None:
+    from switch.errors import SwitchError
+
+    if action not in ACTIONS[harness]:
+        *first, last = ACTIONS[harness]
+        raise SwitchError(f"`switch {harness}` takes {', '.join(first)} or {last}, not '{action}'")
 
 
 def _toggle(harness: str, action: str, summary: bool = True) -> None:
     from switch import wiring
     from switch.errors import SwitchError
 
-    if action not in ("on", "off"):
-        typer.echo("switch: say `on` or `off`", err=True)
-        raise typer.Exit(2)
+    _check_action(harness, action)
     try:
         if action == "on":
             port = _port()
@@ -54,8 +58,9 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                 harness
             ]()
             typer.echo(f"{harness}: off ({restored} restored)" if restored else f"{harness}: was not on")
-    except (SwitchError, OSError) as exc:
-        _fail(exc)
+    except OSError as exc:
+        # The harness's own settings file: name it, as wiring errors do (WiringError is a SwitchError).
+        raise SwitchError(f"cannot change {exc.filename or 'the settings file'}: {exc.strerror}") from None
 
 
 def _statusline_note(outcome: str) -> str:
@@ -113,7 +118,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def claude(
-        action: str = typer.Argument(..., help="on or off"),
+        action: str = typer.Argument(..., help="on or off."),
         no_statusline: bool = typer.Option(False, "--no-statusline", help="Do not install switch's status line."),
     ) -> None:
         """Point Claude Code's settings.json at switch (with switch's status line), or restore it exactly."""
@@ -121,15 +126,16 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def codex(
-        action: str = typer.Argument(..., help="on or off"),
+        action: str = typer.Argument(..., help="on or off."),
         no_notify: bool = typer.Option(False, "--no-notify", help="Do not add switch's per-turn summary."),
     ) -> None:
         """Add (or remove) the `switch` provider, profile and per-turn summary in Codex's config.toml."""
         _toggle("codex", action, not no_notify)
 
     @app.command()
-    def langchain(action: str = typer.Argument(..., help="on, off, or env")) -> None:
+    def langchain(action: str = typer.Argument(..., help="on, off or env.")) -> None:
         """Wire deepagents-code (on/off), or print the exports for plain LangChain scripts (env)."""
+        _check_action("langchain", action)
         if action == "env":
             from switch import wiring
 
@@ -144,32 +150,29 @@ def register(app: typer.Typer) -> None:
     def up(port: int = typer.Option(None, help="Port (default: [server] port, 8742).")) -> None:
         """Run the proxy in the background."""
         from switch import daemon
-        from switch.config import load_settings
-        from switch.errors import SwitchError
+        from switch.cli.serve import startup_checks
 
-        try:
-            result = daemon.start(port or load_settings().server.port)
-        except SwitchError as exc:
-            _fail(exc)
-            return
+        settings = startup_checks()[0].settings
+        result = daemon.start(port or settings.server.port)
         word = "already running" if result.get("already") else "started"
         where = f"log: {result['log']}" if result.get("log") else "in the foreground (`switch serve`)"
         typer.echo(f"switch proxy {word} on 127.0.0.1:{result['port']} (pid {result['pid']}); {where}")
 
     @app.command()
     def down() -> None:
-        """Stop this home's background proxy."""
+        """Stop this home's background proxy (exit code 1 when none was running)."""
         from switch import daemon
         from switch.config import load_settings
 
         result = daemon.stop(port=load_settings().server.port)
-        typer.echo(
-            f"switch proxy stopped (pid {result['pid']})" if result["stopped"] else f"switch proxy: {result['reason']}"
-        )
+        if not result["stopped"]:
+            typer.echo(f"switch proxy: {result['reason']}")
+            raise typer.Exit(1)
+        typer.echo(f"switch proxy stopped (pid {result['pid']})")
 
     @app.command("status")
     def status_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-        """Whether the proxy runs, on which port, since when, with which preset."""
+        """Whether the proxy runs, on which port, since when, with which preset (exit code 1 when it does not)."""
         from switch import daemon
         from switch.config import load_settings
         from switch.routing.presets import active_name
@@ -181,8 +184,7 @@ def register(app: typer.Typer) -> None:
         }
         if as_json:
             typer.echo(json.dumps(result, indent=2))
-            return
-        if result.get("running"):
+        elif result.get("running"):
             since = (
                 "in the foreground (`switch serve`)"
                 if result.get("foreground")
@@ -212,24 +214,27 @@ def register(app: typer.Typer) -> None:
             )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
+        if not result.get("running"):
+            raise typer.Exit(1)
 
     @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
     def run(
         ctx: typer.Context,
-        harness: str = typer.Argument(..., help="claude, codex or dcode"),
+        harness: str = typer.Argument(..., help="claude, codex or dcode."),
         no_summary: bool = typer.Option(
             False, "--no-summary", help="No switch status line (Claude Code) or per-turn summary (Codex)."
         ),
     ) -> None:
         """Launch a harness through switch without touching any file (extra arguments go to the harness)."""
         from switch import daemon, wiring
-        from switch.config import load_settings
+        from switch.cli.serve import startup_checks
         from switch.errors import SwitchError
 
         programs = {"claude": "claude", "codex": "codex", "dcode": "dcode"}
         if harness not in programs:
-            typer.echo("switch: run what? claude, codex or dcode", err=True)
-            raise typer.Exit(2)
+            raise SwitchError(f"`switch run` takes claude, codex or dcode, not '{harness}'")
+        # A config problem is reported before anything is looked up or started.
+        configured = startup_checks()[0].settings.server.port
         executable = shutil.which(programs[harness])
         if executable is None:
             installs = {
@@ -243,7 +248,6 @@ def register(app: typer.Typer) -> None:
         health = daemon.healthy(port)
         started = False
         if health is None or not daemon.is_ours(health):
-            configured = load_settings().server.port
             if health is not None or not daemon.port_free(configured):
                 # The port belongs to someone else: another home's proxy (its config, its ledger) must
                 # not carry this user's calls, so this run gets a proxy of its own on a free port.
@@ -256,11 +260,8 @@ def register(app: typer.Typer) -> None:
                 )
             else:
                 port = configured
-            try:
-                port = int(daemon.start(port)["port"])
-                started = True
-            except SwitchError as exc:
-                _fail(exc)
+            port = int(daemon.start(port)["port"])
+            started = True
         env = dict(os.environ)
         command = [executable]
         if harness == "claude":

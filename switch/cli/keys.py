@@ -16,37 +16,46 @@ def _fail(message: str) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the commands to `app`."""
-    keys_app = typer.Typer(help="Store provider API keys (never printed, never in config files).")
+    keys_app = typer.Typer(
+        help="Store provider API keys (never printed, never in config files).", invoke_without_command=True
+    )
+
+    @keys_app.callback()
+    def keys_root(ctx: typer.Context) -> None:
+        """Store provider API keys (never printed, never in config files)."""
+        if ctx.invoked_subcommand is None:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(0)
 
     @keys_app.command("set")
-    def set_key(provider: str) -> None:
+    def set_key(provider: str = typer.Argument(..., help="A provider of config.toml, e.g. baseten.")) -> None:
         """Store a key, read from a hidden prompt (or standard input when piped)."""
         from switch import keys
-        from switch.errors import SwitchError
+        from switch.config import load_settings
 
+        known = load_settings().providers
+        if provider not in known:
+            # A key no provider looks up would never show in `keys list` nor reach a call.
+            _fail(
+                f"unknown provider '{provider}' (known: {', '.join(sorted(known))}); "
+                f"to add one, put a [providers.{provider}] table with its base_url in config.toml"
+            )
         if sys.stdin.isatty():
             secret = getpass.getpass(f"API key for {provider} (input hidden): ")
         else:
             secret = sys.stdin.readline()
         if not secret.strip():
             _fail("no key given; nothing stored")
-        try:
-            typer.echo(keys.store(provider, secret))
-        except SwitchError as exc:
-            _fail(exc.message)
+        typer.echo(keys.store(provider, secret))
 
     @keys_app.command("list")
     def list_keys(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
         """Which providers have a key, and where it comes from (never the key)."""
         from switch import keys
         from switch.config import load_settings
-        from switch.errors import SwitchError
 
         settings = load_settings()
-        try:
-            keys.read_file()
-        except SwitchError as exc:
-            _fail(exc.message)
+        keys.read_file()  # a damaged key file stops the listing with its own `switch: …` line
         found = keys.find_all({name: p.api_key_env for name, p in settings.providers.items()})
         destination = keys.destination()
         if as_json:
@@ -70,16 +79,14 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"  {name:<12} {entry.source if entry.key else 'no key (' + hint + ')'}")
 
     @keys_app.command("rm")
-    def remove_key(provider: str) -> None:
-        """Delete a stored key."""
+    def remove_key(provider: str = typer.Argument(..., help="The provider whose stored key goes.")) -> None:
+        """Delete a stored key (exit code 1 when none was stored)."""
         from switch import keys
-        from switch.errors import SwitchError
 
-        try:
-            removed = keys.remove(provider)
-        except SwitchError as exc:
-            _fail(exc.message)
-            return
-        typer.echo(f"Removed the stored {provider} key." if removed else f"No stored key for {provider}.")
+        removed = keys.remove(provider)
+        if not removed:
+            typer.echo(f"switch: no stored key for {provider}; nothing removed", err=True)
+            raise typer.Exit(1)
+        typer.echo(f"Removed the stored {provider} key.")
 
     app.add_typer(keys_app, name="keys")

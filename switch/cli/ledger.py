@@ -42,7 +42,9 @@ def register(app: typer.Typer) -> None:
     def spend(
         since: str = typer.Option(None, help="Start: 1h, 24h, 7d, today, or an ISO date."),
         until: str = typer.Option(None, help="End, same forms."),
-        by: str = typer.Option(None, help="Group by day, model, role, harness, session, preset or requested."),
+        by: str = typer.Option(
+            None, help="Group by day, model, role, harness, session, preset, provider or requested."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Spend, native estimate, savings, calls, errors, cache use and speed."""
@@ -117,6 +119,7 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option(None, help="File to write (default: standard output)."),
     ) -> None:
         """Every recorded call, as CSV or JSON lines."""
+        from switch.errors import SwitchError
         from switch.ledger.columns import COLUMNS
         from switch.ledger.queries import iterate
 
@@ -124,7 +127,13 @@ def register(app: typer.Typer) -> None:
             typer.echo("switch: --format must be csv or jsonl", err=True)
             raise typer.Exit(2)
         start, end = _times(since, until)
-        handle = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+        try:
+            handle = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+        except OSError as exc:
+            raise SwitchError(
+                f"cannot write {output}: {exc.strerror}; give --output a file in a folder that exists and you can "
+                "write to"
+            ) from None
         try:
             rows = iterate(_connection(), start, end)
             if format == "jsonl":

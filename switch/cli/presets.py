@@ -1,4 +1,4 @@
-"""`switch use NAME`, `switch presets [--json]`, `switch presets show NAME`."""
+"""`switch use NAME|--none`, `switch presets [--json]`, `switch presets show NAME`."""
 
 from __future__ import annotations
 
@@ -8,12 +8,59 @@ from typing import Any
 import typer
 
 
-def _routing_settings() -> tuple[set[str], str]:
-    """The provider names and `[defaults] model` a preset is validated against."""
+def _settings() -> Any:
     from switch.config import load_settings
 
-    settings = load_settings()
+    return load_settings()
+
+
+def _routing_settings() -> tuple[set[str], str]:
+    """The provider names and `[defaults] model` a preset is validated against."""
+    settings = _settings()
     return set(settings.providers), settings.defaults.model
+
+
+def _missing_active(name: str) -> str:
+    from switch.routing.presets import active_file, preset_files
+
+    known = ", ".join(sorted(preset_files())) or "none"
+    return (
+        f"{active_file()}: the active preset '{name}' does not exist (presets: {known}); "
+        "choose one with `switch use NAME`, or `switch use --none` for [defaults] model"
+    )
+
+
+def _invalid_active(name: str, problem: str) -> str:
+    return f"the active preset '{name}' is invalid: {problem}; fix it, or choose another with `switch use NAME`"
+
+
+def load_active(providers: set[str], default_model: str) -> Any:
+    """The active preset, None when none is chosen; PresetError (file, key, fix) when it cannot load."""
+    from switch.errors import PresetError
+    from switch.routing.presets import active_name, load_preset, preset_files
+
+    name = active_name()
+    if name is None:
+        return None
+    if name not in preset_files():
+        raise PresetError(_missing_active(name))
+    try:
+        return load_preset(name, providers, default_model)
+    except PresetError as exc:
+        raise PresetError(_invalid_active(name, exc.message)) from None
+
+
+def _refuse_broken_active(active: str | None, rows: list[dict[str, Any]]) -> None:
+    """After the list: an active preset that cannot load gets its own `switch: …` line and exit code 2."""
+    from switch.errors import PresetError
+
+    if active is None:
+        return
+    row = next((row for row in rows if row["name"] == active), None)
+    if row is None:
+        raise PresetError(_missing_active(active))
+    if row["error"]:
+        raise PresetError(_invalid_active(active, row["error"]))
 
 
 def _describe(preset: Any) -> dict[str, Any]:
@@ -74,6 +121,7 @@ def register(app: typer.Typer) -> None:
             )
         if as_json:
             typer.echo(json.dumps({"active": active, "presets": rows}, indent=2))
+            _refuse_broken_active(active, rows)
             return
         if active is None:
             typer.echo("No preset chosen: every call goes to [defaults] model. Choose one with `switch use NAME`.")
@@ -81,18 +129,14 @@ def register(app: typer.Typer) -> None:
             mark = "*" if row["active"] else " "
             text = row["description"] if not row["error"] else f"INVALID: {row['error']}"
             typer.echo(f"{mark} {row['name']:<12} {text}")
+        _refuse_broken_active(active, rows)
 
     @presets_app.command("show")
     def show(name: str, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
         """Show one preset's routes per harness and role."""
-        from switch.errors import SwitchError
         from switch.routing.presets import load_preset
 
-        try:
-            preset = load_preset(name, *_routing_settings())
-        except SwitchError as exc:
-            typer.echo(f"switch: {exc.message}", err=True)
-            raise typer.Exit(2) from exc
+        preset = load_preset(name, *_routing_settings())
         described = _describe(preset)
         if as_json:
             typer.echo(json.dumps(described, indent=2))
@@ -112,14 +156,22 @@ def register(app: typer.Typer) -> None:
     app.add_typer(presets_app, name="presets")
 
     @app.command()
-    def use(name: str) -> None:
-        """Make NAME the active preset (a running proxy follows within a second)."""
+    def use(
+        name: str = typer.Argument(None, help="A preset (`switch presets` lists them)."),
+        none: bool = typer.Option(False, "--none", help="Choose no preset: every call goes to [defaults] model."),
+    ) -> None:
+        """Make NAME the active preset, or with --none go back to [defaults] model (a running proxy follows)."""
         from switch.errors import SwitchError
-        from switch.routing.presets import use_preset
+        from switch.routing.presets import active_file, preset_files, use_preset
 
-        try:
-            preset = use_preset(name, *_routing_settings())
-        except SwitchError as exc:
-            typer.echo(f"switch: {exc.message}", err=True)
-            raise typer.Exit(2) from exc
+        if none == (name is not None):
+            known = ", ".join(sorted(preset_files())) or "none"
+            raise SwitchError(f"say `switch use NAME` (presets: {known}) or `switch use --none`, not both or neither")
+        if none:
+            model = _settings().defaults.model
+            # Removing the choice is what "no preset" means; a running proxy sees the file go within a second.
+            active_file().unlink(missing_ok=True)
+            typer.echo(f"No preset: every call goes to {model} ([defaults] model).")
+            return
+        preset = use_preset(name, *_routing_settings())
         typer.echo(f"Active preset: {preset.name} — {preset.description}")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import os
+import socket
 import sys
+from typing import Any
 
 import typer
 
@@ -31,6 +35,85 @@ def _tune_gc() -> None:
     gc.set_threshold(50_000, 20, 50)
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, bound here so a busy port is explained before uvicorn starts."""
+    from switch.errors import SwitchError
+
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except OSError as exc:
+        raise SwitchError(
+            f"cannot listen on {host}: {exc.strerror or exc}; check [server] host in config.toml"
+        ) from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # As uvicorn does: connections lingering in TIME_WAIT from a previous run do not make the port busy.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise SwitchError(_port_taken(host, port)) from None
+        raise SwitchError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; pick another with `switch serve --port N` "
+            "or set [server] host and port in config.toml"
+        ) from None
+    return sock
+
+
+def _port_taken(host: str, port: int) -> str:
+    from switch import daemon
+
+    health = daemon.healthy(port) if _is_loopback(host) else None
+    if health is not None and daemon.is_ours(health):
+        return (
+            f"port {port} on {host} is already taken by this home's own switch proxy (pid "
+            f"{health.get('pid', 'not reported')}): it is running; `switch status` shows it, `switch down` stops it"
+        )
+    stranger = "another program (it does not answer as a switch proxy)"
+    holder = daemon.describe_other(health) if health is not None else stranger
+    return (
+        f"port {port} on {host} is already taken by {holder}; pick another with `switch serve --port N` "
+        "or set [server] port in config.toml"
+    )
+
+
+def startup_checks() -> tuple[Any, Any]:
+    """What `switch serve` refuses to start without: a valid config, key file and active preset.
+
+    Returns (the loaded config, active preset or None); raises SwitchError naming the file and the fix. `up` and `run`
+    call it too, so their errors are the same one line rather than the tail of a failed proxy's log.
+    """
+    from switch import keys
+    from switch.cli.presets import load_active
+    from switch.config import load_config
+
+    loaded = load_config()
+    settings = loaded.settings
+    # A damaged key file is the user's to fix; refusing to start says so once, where every call would
+    # otherwise fail on it.
+    keys.read_file()
+    # The running proxy keeps its last good preset when the file breaks; at start there is none to keep.
+    return loaded, load_active(set(settings.providers), settings.defaults.model)
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _routes_line(settings: Any, preset: Any) -> str:
+    if preset is None:
+        return (
+            f"no preset: every call goes to {settings.defaults.model} ([defaults] model); "
+            "choose one with `switch use NAME`"
+        )
+    return f"preset: {preset.name}" + (f" ({preset.description})" if preset.description else "")
+
+
 def register(app: typer.Typer) -> None:
     """Add the command to `app`."""
 
@@ -43,20 +126,12 @@ def register(app: typer.Typer) -> None:
         """Run the proxy in the foreground."""
         import uvicorn
 
-        from switch import keys
-        from switch.config import load_config
-        from switch.errors import ConfigError
+        from switch import locations
         from switch.proxy.app import create_app
 
-        try:
-            loaded = load_config()
-            settings = loaded.settings
-            # A damaged key file is the user's to fix; refusing to start says so once, where every
-            # call would otherwise fail on it.
-            keys.read_file()
-        except (ConfigError, keys.KeysFileError) as exc:
-            typer.echo(f"switch: {exc}", err=True)
-            raise typer.Exit(2) from exc
+        # Config errors (SwitchError) end here as one `switch: …` line (see commands._ReportingGroup).
+        loaded, preset = startup_checks()
+        settings = loaded.settings
         if host is not None:
             settings.server.host = host
         if port is not None:
@@ -68,6 +143,7 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
+        listener = _listen(settings.server.host, settings.server.port)
         from switch.ledger.pricer import Pricer
         from switch.ledger.recorder import Recorder
 
@@ -95,15 +171,14 @@ def register(app: typer.Typer) -> None:
             server_header=False,
         )
         server = uvicorn.Server(config)
+        # The socket already listens: connections from here on wait in its backlog until uvicorn serves them.
+        typer.echo(f"switch proxy listening on {_url(listener)} (home {locations.home()}, pid {os.getpid()})")
+        typer.echo(_routes_line(settings, preset))
+        typer.echo(f"ledger: {recorder.database}")
         try:
-            server.run()
-        except OSError as exc:
+            server.run(sockets=[listener])
+        finally:
+            listener.close()
             recorder.close()
-            typer.echo(
-                f"switch: cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror}",
-                err=True,
-            )
-            raise typer.Exit(1) from exc
-        recorder.close()
         if not server.started:
             sys.exit(1)

@@ -131,8 +131,8 @@ def test_down_never_signals_a_pid_that_is_now_another_program(
 
     assert stranger.poll() is None  # not signalled
     assert down.stdout.strip() == (
-        f"switch proxy: stale record (pid {stranger.pid} is now another program, not this home's proxy); "
-        "removed the record without signalling it"
+        f"switch proxy: was not running (pid {stranger.pid} is now another program, not this home's proxy); "
+        "removed its stale record without signalling it"
     )
     assert not record.exists()
     record.write_text(entry)
