@@ -16,6 +16,8 @@ from .. import format as fmt
 
 _MONEY = {"cost_micros", "native_cost_micros", "cache_savings_micros"}
 _MS = {"ttft_ms", "duration_ms"}
+# Shown first, in the order of the Calls table; every other field follows in the ledger's order.
+FIRST = ("started_at", "harness", "role", "served_model", "cost_micros", "native_cost_micros")
 # Ledger column → what people call it; any other column reads as its name with spaces.
 LABELS = {
     "id": "call",
@@ -80,15 +82,18 @@ class CallDetail(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         # Values are whatever the ledger holds (error texts quote URLs like `[/v1/chat]`): never markup.
-        lines = [fmt.labelled(label(name), describe(name, value)) for name, value in self.row.items()]
+        first = [name for name in FIRST if name in self.row]
+        rest = [name for name in self.row if name not in FIRST]
+        lines = [fmt.labelled(label(name), describe(name, self.row[name])) for name in first]
         cost, native = self.row.get("cost_micros"), self.row.get("native_cost_micros")
         if cost is not None and native is not None:
-            lines.insert(0, fmt.labelled("saved against native", fmt.money(native - cost)))
+            lines.append(fmt.labelled("saved against native", fmt.money(native - cost)))
         total_input = sum(self.row.get(k) or 0 for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
         if total_input:
             hit = (self.row.get("cache_read_tokens") or 0) / total_input
             saved = fmt.money(self.row.get("cache_savings_micros"))
-            lines.insert(0, fmt.labelled("cache hit rate", f"{fmt.pct(hit)} (saved {saved})"))
+            lines.append(fmt.labelled("cache hit rate", f"{fmt.pct(hit)} (saved {saved})"))
+        lines.extend(fmt.labelled(label(name), describe(name, self.row[name])) for name in rest)
         with VerticalScroll(id="detail"):
             yield Static(fmt.plain(f"Call #{self.row.get('id')}"), id="detail-title")
             yield Static(Text("\n").join(lines), id="detail-body")
