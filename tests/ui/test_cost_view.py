@@ -81,7 +81,9 @@ async def test_cost_columns_are_on_screen_at_100_columns(ledger: Path) -> None:
         assert re.search(r"time\s+harness\s+role\s+served\s+cost\s+native\s+saved", header)
         row = queries.call(sqlite3.connect(ledger), 300)
         assert row is not None
-        shown = next(line for line in lines if time.strftime("%m-%d %H:%M:%S", time.localtime(row["started_at"])) in line)
+        shown = next(
+            line for line in lines if time.strftime("%m-%d %H:%M:%S", time.localtime(row["started_at"])) in line
+        )
         saved = row["native_cost_micros"] - row["cost_micros"]
         assert re.search(
             re.escape(fmt.money(row["cost_micros"]))

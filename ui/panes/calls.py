@@ -46,7 +46,7 @@ CALL_COLUMNS = (
     ("", 1),
 )
 OUTCOMES = ("completed", "upstream_error", "transport_error", "client_cancelled", "incomplete_stream", "rejected")
-STATUS_KEYS = "Enter: details · /: filter (Enter there: back to the list) · Esc: leave a filter"
+STATUS_KEYS = "Enter: details · /: filter, Enter or Esc: back to list"
 
 
 def saving(row: dict[str, Any]) -> int | None:
@@ -208,9 +208,7 @@ class CallsPane(LedgerPane):
 
     def _show_status(self) -> None:
         more = "" if self.exhausted else " (scroll down for older)"
-        self.query_one("#calls-status", Static).update(
-            f"{len(self.call_rows):,} calls loaded{more} · {STATUS_KEYS}"
-        )
+        self.query_one("#calls-status", Static).update(f"{len(self.call_rows):,} calls loaded{more} · {STATUS_KEYS}")
 
     def _reset(self) -> None:
         self.call_rows = []
