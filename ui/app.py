@@ -14,7 +14,7 @@ from pathlib import Path
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header, TabbedContent
+from textual.widgets import Footer, Header, Input, Select, TabbedContent
 
 from .data import RANGES, Ledger, now_seconds
 from .panes.base import LedgerPane
@@ -22,6 +22,7 @@ from .panes.calls import CallsPane
 from .panes.health import HealthPane
 from .panes.overview import OverviewPane
 from .panes.sessions import SessionsPane
+from .panes.trends import TrendsPane
 
 
 class SwitchDashboard(App[None]):
@@ -32,10 +33,14 @@ class SwitchDashboard(App[None]):
     BINDINGS = [
         Binding("o", "show_tab('overview')", "Overview"),
         Binding("c", "show_tab('calls')", "Calls"),
+        Binding("t", "show_tab('trends')", "Trends"),
         Binding("s", "show_tab('sessions')", "Sessions"),
         Binding("p", "show_tab('presets')", "Presets"),
         Binding("r", "cycle_range", "Range"),
         Binding("slash", "focus_filter", "Filter", show=False),
+        # Escape leaves the text filter or a dropdown for the tab's table, where `q` quits again.
+        Binding("escape", "leave_input", "Leave filter", show=False),
+        # While typing in the filter, `q` is a letter of it: Escape first, then `q`.
         Binding("q", "quit", "Quit"),
     ]
 
@@ -57,13 +62,22 @@ class SwitchDashboard(App[None]):
         with TabbedContent(initial="overview"):
             yield OverviewPane(self.ledger, self.clock)
             yield CallsPane(self.ledger, self.clock)
+            yield TrendsPane(self.ledger, self.clock)
             yield SessionsPane(self.ledger, self.clock)
             yield HealthPane(self.ledger, self.clock)
         yield Footer()
 
     def on_mount(self) -> None:
         self.refresh_data()
+        self.focus_active_pane()
         self.set_interval(self.poll_seconds, self.refresh_data)
+
+    def focus_active_pane(self) -> None:
+        """Give the focus to the visible tab's table, so its keys (Enter, arrows) work at once."""
+        pane = self.query_one(TabbedContent).active_pane
+        target = pane.focus_target() if isinstance(pane, LedgerPane) else None
+        if target is not None:
+            target.focus()
 
     @property
     def range_key(self) -> str:
@@ -79,6 +93,10 @@ class SwitchDashboard(App[None]):
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:
         self.refresh_data()
+        pane = self.query_one(TabbedContent).active_pane
+        # `/` opens the Calls tab with the focus already in its filter: leave it there.
+        if self.focused is None or pane is None or pane not in self.focused.ancestors:
+            self.focus_active_pane()
 
     @on(SessionsPane.SessionChosen)
     def _show_session_calls(self, message: SessionsPane.SessionChosen) -> None:
@@ -102,6 +120,11 @@ class SwitchDashboard(App[None]):
         self.range_index = (self.range_index + 1) % len(RANGES)
         self.notify(f"Range: {RANGES[self.range_index][1]}")
         self.refresh_data()
+
+    def action_leave_input(self) -> None:
+        """Leave the text filter or a filter dropdown for the tab's table."""
+        if isinstance(self.focused, Input | Select):
+            self.focus_active_pane()
 
     def action_focus_filter(self) -> None:
         """Jump to the text filter on the Calls tab."""

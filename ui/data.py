@@ -35,6 +35,15 @@ class Overview:
 
 
 @dataclass
+class Trends:
+    """Spend per role and latency per served model, per time bucket, for one time range."""
+
+    spend_by_role: list[tuple[float, str, int]]
+    latency: list[tuple[int, str, int, float | None, float | None]]
+    bucket_seconds: int
+
+
+@dataclass
 class Filters:
     """What the Calls table is narrowed to."""
 
@@ -94,6 +103,17 @@ def load_overview(connection: sqlite3.Connection, range_key: str, now: float) ->
         by_role=queries.spend(connection, "role", since, None, medians=False),
         by_harness=queries.spend(connection, "harness", since, None, medians=False),
         by_mapping=queries.spend(connection, "requested", since, None, medians=False),
+    )
+
+
+def load_trends(connection: sqlite3.Connection, range_key: str, now: float) -> Trends:
+    """Everything the Trends screen needs for `range_key`."""
+    since = since_of(range_key, now)
+    bucket = BUCKETS[range_key]
+    return Trends(
+        spend_by_role=queries.series(connection, since, None, bucket, "role"),
+        latency=queries.latency_series(connection, since, None, bucket),
+        bucket_seconds=bucket,
     )
 
 

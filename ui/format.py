@@ -42,3 +42,20 @@ def rate(value: float | None) -> str:
 def count(value: int | None) -> str:
     """A whole number with thousands separators."""
     return f"{value or 0:,}"
+
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float | None]) -> str:
+    """Values oldest first as one line of block heights (lowest to highest); a gap stays a space."""
+    known = [value for value in values if value is not None]
+    if not known:
+        return ""
+    low, high = min(known), max(known)
+    span = high - low
+    top = len(SPARK_BLOCKS) - 1
+    return "".join(
+        " " if value is None else SPARK_BLOCKS[round((value - low) / span * top) if span else top // 2]
+        for value in values
+    )

@@ -352,6 +352,58 @@ def series(
     return [(bucket, group, micros) for (bucket, group), micros in ordered]
 
 
+def latency_series(
+    connection: sqlite3.Connection, since: float | None, until: float | None, bucket_seconds: int
+) -> list[tuple[int, str, int, float | None, float | None]]:
+    """Median TTFT (ms) and median output tokens/s per local time bucket and served model:
+    (bucket start, model, calls counted, TTFT, tokens/s), oldest first.
+
+    Like the medians of `spend`, exact up to MEDIAN_SAMPLE calls and above that computed over
+    MEDIAN_SAMPLE calls picked evenly by id across the range, so a million-row ledger answers at once.
+    """
+    import statistics
+
+    if bucket_seconds <= 0 or 86400 % bucket_seconds:
+        raise ValueError(f"a series bucket must divide a day, not {bucket_seconds} s")
+    where, params = _where(since, until)
+    low, high = connection.execute(f"SELECT MIN(id), MAX(id) FROM calls {where}", params).fetchone()
+    if low is None:
+        return []
+    condition, sample_params = where, list(params)
+    if high - low + 1 > MEDIAN_SAMPLE:
+        step = (high - low + 1) / MEDIAN_SAMPLE
+        ids = sorted({low + int(index * step) for index in range(MEDIAN_SAMPLE)})
+        placeholders = ",".join("?" * len(ids))
+        condition = f"{where} AND id IN ({placeholders})" if where else f"WHERE id IN ({placeholders})"
+        sample_params += ids
+    slot_seconds = math.gcd(bucket_seconds, BUCKET_SECONDS)
+    bucket_of_slot: dict[int, int] = {}
+    samples: dict[tuple[int, str], tuple[list[float], list[float], list[int]]] = {}
+    for started_at, model, ttft, tps in connection.execute(
+        f"SELECT started_at, served_model, ttft_ms, output_tps FROM calls {condition}", sample_params
+    ):
+        slot = int(started_at // slot_seconds) * slot_seconds
+        bucket = bucket_of_slot.get(slot)
+        if bucket is None:
+            bucket = bucket_of_slot[slot] = local_bucket_start(slot, bucket_seconds)
+        ttfts, rates, counted = samples.setdefault((bucket, str(model)), ([], [], [0]))
+        counted[0] += 1
+        if ttft is not None:
+            ttfts.append(ttft)
+        if tps is not None:
+            rates.append(tps)
+    return [
+        (
+            bucket,
+            model,
+            counted[0],
+            statistics.median(ttfts) if ttfts else None,
+            statistics.median(rates) if rates else None,
+        )
+        for (bucket, model), (ttfts, rates, counted) in sorted(samples.items())
+    ]
+
+
 def recent_problems(connection: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:
     """The latest failed or fallen-back calls."""
     cursor = connection.execute(
@@ -372,4 +424,7 @@ def micros_to_usd(value: int | None) -> str:
     """Micro-USD as dollars for people; unpriced stays visibly unpriced."""
     if value is None:
         return "unpriced"
-    return f"${value / 1_000_000:,.4f}" if abs(value) < 10_000_000 else f"${value / 1_000_000:,.2f}"
+    # The sign goes before the dollar sign (`-$0.0007`), as people write it.
+    sign = "-" if value < 0 else ""
+    dollars = abs(value) / 1_000_000
+    return f"{sign}${dollars:,.4f}" if abs(value) < 10_000_000 else f"{sign}${dollars:,.2f}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual.message import Message
-from textual.widgets import TabPane
+from textual.widget import Widget
+from textual.widgets import DataTable, TabPane
 
 from ..data import Ledger
 
@@ -28,3 +29,8 @@ class LedgerPane(TabPane):
     def reload(self, range_key: str) -> None:
         """Load what this tab shows for the time range `range_key` (in a worker thread)."""
         raise NotImplementedError
+
+    def focus_target(self) -> Widget | None:
+        """What takes the focus when this tab opens: its first table."""
+        tables = self.query(DataTable)
+        return tables.first() if tables else None

@@ -9,9 +9,13 @@ from typing import Any
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import DataTable, Input, Select, Static
 
 from switch.ledger import queries
@@ -22,40 +26,51 @@ from ..screens.detail import CallDetail
 from .base import LedgerPane
 
 PAGE = 200
-CALL_WIDTHS = (14, 11, 12, 18, 20, 16, 8, 7, 8, 10, 10, 7, 8, 1)
+# What a cost dashboard user looks at first comes first: at 100 columns the time, harness, role, served
+# model, cost, native estimate and saving are on screen, the rest scrolls in horizontally.
 CALL_COLUMNS = (
-    "time",
-    "harness",
-    "role",
-    "requested",
-    "served",
-    "outcome",
-    "in",
-    "out",
-    "cached",
-    "cost",
-    "native",
-    "TTFT",
-    "duration",
-    "",
+    ("time", 14),
+    ("harness", 11),
+    ("role", 12),
+    ("served", 20),
+    ("cost", 8),
+    ("native", 8),
+    ("saved", 8),
+    ("requested", 18),
+    ("outcome", 16),
+    ("in", 8),
+    ("out", 7),
+    ("cached", 8),
+    ("TTFT", 7),
+    ("duration", 8),
+    ("", 1),
 )
 OUTCOMES = ("completed", "upstream_error", "transport_error", "client_cancelled", "incomplete_stream", "rejected")
+STATUS_KEYS = "Enter: details · /: filter, Enter or Esc: back to list"
+
+
+def saving(row: dict[str, Any]) -> int | None:
+    """Native estimate minus cost, when the call was priced both ways."""
+    cost, native = row["cost_micros"], row["native_cost_micros"]
+    return None if cost is None or native is None else native - cost
 
 
 def call_cells(row: dict[str, Any]) -> tuple[str | Text, ...]:
     """One ledger row as table cells; ledger text goes in as `Text`, since a plain string cell is markup."""
+    saved = saving(row)
     return (
         time.strftime("%m-%d %H:%M:%S", time.localtime(row["started_at"])),
         fmt.plain(row["harness"]),
         fmt.plain(row["role"]),
-        fmt.plain(row["requested_model"]),
         fmt.plain(row["served_model"]),
+        fmt.money(row["cost_micros"]),
+        fmt.money(row["native_cost_micros"]),
+        "-" if saved is None else fmt.money(saved),
+        fmt.plain(row["requested_model"]),
         fmt.plain(row["outcome"]),
         fmt.count(row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]),
         fmt.count(row["output_tokens"]),
         fmt.count(row["cache_read_tokens"]),
-        fmt.money(row["cost_micros"]),
-        fmt.money(row["native_cost_micros"]),
         fmt.ms(row["ttft_ms"]),
         fmt.ms(row["duration_ms"]),
         "↻" if row["fallback_attempt"] else "",
@@ -80,6 +95,10 @@ class CallsPane(LedgerPane):
 
     class OlderLoaded(RowsLoaded):
         """The page of calls older than the oldest shown, read under `filters`."""
+
+    # A priority binding, so Enter opens the highlighted call from the filter dropdowns too (they open
+    # with Space or the arrow keys); in the text filter and in an open dropdown Enter keeps its own meaning.
+    BINDINGS = [Binding("enter", "open_call", "Details", priority=True)]
 
     def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
         super().__init__("Calls", ledger, clock, pane_id="calls")
@@ -106,7 +125,7 @@ class CallsPane(LedgerPane):
     def on_mount(self) -> None:
         table = self.query_one("#calls-table", DataTable)
         # Fixed widths: the table looks the same however and whenever its rows arrive.
-        for column, width in zip(CALL_COLUMNS, CALL_WIDTHS, strict=True):
+        for column, width in CALL_COLUMNS:
             table.add_column(column, key=column, width=width)
 
     def reload(self, range_key: str) -> None:
@@ -185,9 +204,7 @@ class CallsPane(LedgerPane):
 
     def _show_status(self) -> None:
         more = "" if self.exhausted else " (scroll down for older)"
-        self.query_one("#calls-status", Static).update(
-            f"{len(self.call_rows):,} calls loaded{more} · Enter: details · /: filter"
-        )
+        self.query_one("#calls-status", Static).update(f"{len(self.call_rows):,} calls loaded{more} · {STATUS_KEYS}")
 
     def _reset(self) -> None:
         self.call_rows = []
@@ -205,14 +222,39 @@ class CallsPane(LedgerPane):
         if not self.exhausted and self.call_rows and event.cursor_row >= table.row_count - 5:
             self._load_older(Filters(**vars(self.filters)), self.call_rows[-1]["id"])
 
-    @on(DataTable.RowSelected, "#calls-table")
-    def _open_call(self, event: DataTable.RowSelected) -> None:
-        connection = self.ledger.get()
-        if connection is None or event.row_key.value is None:
+    def action_open_call(self) -> None:
+        """Open the highlighted call (in the text filter: go back to the list, the filter already applies)."""
+        focused = self.app.focused
+        ancestors = focused.ancestors_with_self if focused is not None else []
+        dropdown = next((node for node in ancestors if isinstance(node, Select)), None)
+        if dropdown is not None and dropdown.expanded:
+            raise SkipAction()  # Enter picks the option of an open dropdown
+        if isinstance(focused, Input):
+            self.focus_table()
             return
-        row = queries.call(connection, int(event.row_key.value))
+        table = self.query_one("#calls-table", DataTable)
+        if table.row_count and table.cursor_row >= 0:
+            self._open(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
+
+    @on(DataTable.RowSelected, "#calls-table")
+    def _open_clicked(self, event: DataTable.RowSelected) -> None:
+        self._open(event.row_key.value)
+
+    def _open(self, key: str | None) -> None:
+        connection = self.ledger.get()
+        if connection is None or key is None:
+            return
+        row = queries.call(connection, int(key))
         if row is not None:
             self.app.push_screen(CallDetail(row))
+
+    def focus_target(self) -> Widget | None:
+        """The call list, whatever sits above it."""
+        return self.query_one("#calls-table", DataTable)
+
+    def focus_table(self) -> None:
+        """Put the focus on the call list."""
+        self.query_one("#calls-table", DataTable).focus()
 
     @on(Input.Changed, "#filter-text")
     def _text_filter(self, event: Input.Changed) -> None:

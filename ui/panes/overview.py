@@ -129,8 +129,9 @@ class OverviewPane(LedgerPane):
         self.query_one("#card-native", Static).update(f"Native est.\n[b]{native}[/b]")
         saved = fmt.money(totals.get("savings_micros")) if totals else "-"
         cache_hit = fmt.pct(totals.get("cache_hit_rate"))
+        # Three short lines, so the cache hit figure shows in full on an 80-column terminal too.
         self.query_one("#card-saved", Static).update(
-            f"Saved {fmt.pct(totals.get('savings_pct'))}\n[b]{saved}[/b] · cache hit {cache_hit}"
+            f"Saved {fmt.pct(totals.get('savings_pct'))}\n[b]{saved}[/b]\ncache hit {cache_hit}"
         )
         self.query_one("#card-calls", Static).update(
             f"Calls [b]{fmt.count(totals.get('calls'))}[/b]\n{fmt.count(totals.get('errors'))} err"

@@ -1,4 +1,4 @@
-"""Spend over time as horizontal bars stacked by served model, drawn with block characters."""
+"""Spend over time as horizontal bars stacked by group (served model, role), drawn with block characters."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ PALETTE = ("dodger_blue1", "orange1", "green3", "magenta", "yellow3", "cyan", "r
 
 
 class SpendChart(Static):
-    """A stacked bar per time bucket; the legend names each model's color."""
+    """A stacked bar per time bucket; the legend names each group's color."""
 
     def show(self, series: list[tuple[float, str, int]], bucket_seconds: int, width: int, rows: int = 12) -> None:
-        """Draw the last `rows` buckets of `series` (bucket, model, micro-USD) in about `width` columns."""
+        """Draw the last `rows` buckets of `series` (bucket, group, micro-USD) in about `width` columns."""
         if not series:
             self.update("No spend in this range.")
             return
