@@ -297,7 +297,8 @@ def file_digest(path: Path) -> str | None:
 
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
+    except OSError:
+        # Missing or unreadable: reading the settings next says which, naming the file and the fix.
         return None
 
 
@@ -305,7 +306,7 @@ def file_signature(path: Path) -> tuple[int, int, int] | None:
     """What a cheap poll compares to notice an edit: inode, mtime and size (None: no file)."""
     try:
         stat = path.stat()
-    except FileNotFoundError:
+    except OSError:
         return None
     return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 

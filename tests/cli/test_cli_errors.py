@@ -48,6 +48,8 @@ SAFE_ARGUMENTS: dict[str, list[list[str]]] = {
     "export": [["export", "--output", OUTPUT]],
     "prices": [["prices"]],
     "dash": [["dash"]],
+    # The demo runs under a throwaway home of its own, never this one (test_demo.py runs it with a broken config).
+    "demo": [],
     "claude": [["claude", "on"], ["claude", "off"]],
     "codex": [["codex", "on"], ["codex", "off"]],
     "langchain": [["langchain", "on"], ["langchain", "off"], ["langchain", "env"]],
