@@ -201,24 +201,11 @@ def _describe(error: ValidationError, path: Path) -> str:
     return f"{path}: invalid value at '{key}': {first['msg']}; fix it or remove the key to use the default"
 
 
-def _check_default_model(model: str, providers: dict[str, Any], path: Path) -> None:
-    if model == NATIVE:
-        return
-    provider, sep, name = model.partition("/")
-    if not sep or not provider or not name:
-        raise ConfigError(
-            f"{path}: key 'defaults.model': '{model}' is not 'native' or 'provider/model'; "
-            f'write it as e.g. model = "baseten/moonshotai/Kimi-K3"'
-        )
-    if provider not in providers:
-        raise ConfigError(
-            f"{path}: key 'defaults.model': unknown provider '{provider}' (known: {', '.join(sorted(providers))}); "
-            f"use one of those, or add a [providers.{provider}] table with its base_url"
-        )
+def load_settings(path: Path | None = None, *, check_default: bool = True) -> Settings:
+    """Read config.toml (if any) over the built-in defaults; raise ConfigError naming the key and the fix.
 
-
-def load_settings(path: Path | None = None) -> Settings:
-    """Read config.toml (if any) over the built-in defaults; raise ConfigError naming the key and the fix."""
+    `check_default=False` leaves `[defaults] model` unchecked, for doctor to report it beside its other findings.
+    """
     path = path or locations.config_file()
     raw: dict[str, Any] = {}
     if path.exists():
@@ -251,7 +238,8 @@ def load_settings(path: Path | None = None) -> Settings:
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path)) from exc
     # Checked here, not per call: a default no call can reach would otherwise fail every call the same way.
-    _check_default_model(settings.defaults.model, providers, path)
+    if check_default:
+        check_references(settings, path)
     return settings
 
 
@@ -287,7 +275,7 @@ def check_references(settings: Settings, path: Path) -> None:
     if problem is not None:
         raise ConfigError(
             f"{path}: key 'defaults.model': {problem}; set it to \"native\" or a provider/model of a "
-            "[providers.NAME] table"
+            "[providers.NAME] table, e.g. model = \"baseten/moonshotai/Kimi-K3\""
         )
 
 

@@ -60,7 +60,7 @@ def config_check() -> tuple[Settings | None, Check]:
 
     path = locations.config_file()
     try:
-        settings = load_settings()
+        settings = load_settings(check_default=False)
     except SwitchError as exc:
         return None, check("config", False, exc.message, f"fix the key named above in {path}")
     try:
