@@ -275,7 +275,7 @@ def check_references(settings: Settings, path: Path) -> None:
     if problem is not None:
         raise ConfigError(
             f"{path}: key 'defaults.model': {problem}; set it to \"native\" or a provider/model of a "
-            "[providers.NAME] table, e.g. model = \"baseten/moonshotai/Kimi-K3\""
+            '[providers.NAME] table, e.g. model = "baseten/moonshotai/Kimi-K3"'
         )
 
 
@@ -319,7 +319,6 @@ def load_config(path: Path | None = None) -> LoadedConfig:
         # An editor may be writing the file meanwhile: settle on a read whose bytes did not change under it.
         signature, digest = file_signature(path), file_digest(path)
         settings = load_settings(path)
-        check_references(settings, path)
         if file_digest(path) == digest:
             break
     return LoadedConfig(settings, path, digest, signature, settings.server.model_dump())
