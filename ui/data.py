@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from switch.ledger import queries
+from switch.ledger import queries, timeseries
 
 RANGES: tuple[tuple[str, str], ...] = (
     ("1h", "Last hour"),
@@ -97,7 +97,7 @@ def load_overview(connection: sqlite3.Connection, range_key: str, now: float) ->
     bucket = BUCKETS[range_key]
     return Overview(
         totals=totals[0] if totals else {},
-        series=queries.series(connection, since, None, bucket, "model"),
+        series=timeseries.series(connection, since, None, bucket, "model"),
         bucket_seconds=bucket,
         by_model=queries.spend(connection, "model", since, None, medians=False),
         by_role=queries.spend(connection, "role", since, None, medians=False),
@@ -111,8 +111,8 @@ def load_trends(connection: sqlite3.Connection, range_key: str, now: float) -> T
     since = since_of(range_key, now)
     bucket = BUCKETS[range_key]
     return Trends(
-        spend_by_role=queries.series(connection, since, None, bucket, "role"),
-        latency=queries.latency_series(connection, since, None, bucket),
+        spend_by_role=timeseries.series(connection, since, None, bucket, "role"),
+        latency=timeseries.latency_series(connection, since, None, bucket),
         bucket_seconds=bucket,
     )
 

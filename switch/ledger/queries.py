@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Iterator
 
 from switch.ledger.migrations import BUCKET_SECONDS
 from switch.ledger.rollups import CALLS_SUMS_SQL, ROLLUP_SUMS, ROLLUP_SUMS_SQL
-from switch.ledger.times import local_bucket_start
 from switch.ledger.times import parse_time as parse_time  # where the CLI and the dashboard look for it
 
 TYPE_CHECKING = False  # the status line imports this module: keep `typing` off its start-up path
@@ -51,7 +49,7 @@ def _in_range(column: str, low: float | None, high: float | None) -> tuple[list[
     return clauses, params
 
 
-def _where(since: float | None, until: float | None, extra: dict[str, str] | None = None) -> tuple[str, list[Any]]:
+def where_range(since: float | None, until: float | None, extra: dict[str, str] | None = None) -> tuple[str, list[Any]]:
     clauses, params = _in_range("started_at", since, until)
     for column, value in (extra or {}).items():
         if column == "text":
@@ -142,7 +140,7 @@ def _aggregate(
     for low, high in edges:
         if low is not None and high is not None and low >= high:
             continue
-        edge_where, edge_params = _where(low, high)
+        edge_where, edge_params = where_range(low, high)
         _merge(
             merged,
             connection.execute(
@@ -163,7 +161,7 @@ def spend(
     """Spend, native estimate, savings, calls, errors, cache use and (unless `medians` is False) median
     TTFT and output speed, per group (or in total)."""
     group_sql = GROUPS[by] if by else "'all'"
-    where, params = _where(since, until, filters)
+    where, params = where_range(since, until, filters)
     if filters:
         sql = f"SELECT {group_sql}, {CALLS_SUMS_SQL} FROM calls {where} GROUP BY 1"
         merged: dict[Any, list[Any]] = {}
@@ -211,7 +209,7 @@ def calls(
     filters: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Calls newest first (keyset-paged by id, so deep pages stay fast on large ledgers)."""
-    where, params = _where(since, until, filters)
+    where, params = where_range(since, until, filters)
     if before_id is not None:
         where += (" AND " if where else "WHERE ") + "id < ?"
         params.append(before_id)
@@ -236,7 +234,7 @@ def iterate(
     connection: sqlite3.Connection, since: float | None = None, until: float | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every call in time order, streamed (for exports)."""
-    where, params = _where(since, until)
+    where, params = where_range(since, until)
     cursor = connection.execute(f"SELECT * FROM calls {where} ORDER BY id", params)
     names = [column[0] for column in cursor.description]
     for row in cursor:
@@ -267,7 +265,7 @@ def sessions(
 ) -> list[dict[str, Any]]:
     """One row per harness session (or just `session_id`), newest first: span, calls, orchestrator vs
     subagent spend and tokens, and the same spend, native, savings and cache figures as `spend --by session`."""
-    where, params = _where(since, until, {"session_id": session_id} if session_id else None)
+    where, params = where_range(since, until, {"session_id": session_id} if session_id else None)
     condition = f"{where} AND session_id IS NOT NULL" if where else "WHERE session_id IS NOT NULL"
     sql = f"""
         SELECT session_id, MIN(harness), MIN(started_at), MAX(started_at + duration_ms / 1000.0), {CALLS_SUMS_SQL},
@@ -317,91 +315,6 @@ def session_status(connection: sqlite3.Connection, session_id: str) -> dict[str,
     ).fetchone()
     status["last"] = dict(zip(("outcome", "fallback_attempt", "served_model", "http_status"), last, strict=True))
     return status
-
-
-def series(
-    connection: sqlite3.Connection,
-    since: float | None,
-    until: float | None,
-    bucket_seconds: int,
-    by: str = "model",
-) -> list[tuple[float, str, int]]:
-    """Spend per local time bucket and group: (bucket start, group, micro-USD), oldest first.
-
-    `bucket_seconds` divides a day; buckets start at local midnight, so a day bucket is a local day.
-    """
-    if bucket_seconds <= 0 or 86400 % bucket_seconds:
-        raise ValueError(f"a series bucket must divide a day, not {bucket_seconds} s")
-    # SQLite sums per UTC slot with plain arithmetic (no time zone lookup per call); every local
-    # bucket edge falls on a slot edge (zones are whole quarter hours from UTC), so each slot is
-    # then placed in its local bucket here, one time zone lookup per slot.
-    slot_seconds = math.gcd(bucket_seconds, BUCKET_SECONDS)
-    where, params = _where(since, until)
-    sql = f"""
-        SELECT CAST(started_at / ? AS INTEGER) * ?, {GROUPS[by]}, SUM(COALESCE(cost_micros, 0))
-        FROM calls {where} GROUP BY 1, 2
-    """
-    totals: dict[tuple[int, str], int] = {}
-    bucket_of_slot: dict[int, int] = {}
-    for slot, group, micros in connection.execute(sql, [slot_seconds, slot_seconds, *params]):
-        bucket = bucket_of_slot.get(slot)
-        if bucket is None:
-            bucket = bucket_of_slot[slot] = local_bucket_start(slot, bucket_seconds)
-        totals[(bucket, group)] = totals.get((bucket, group), 0) + micros
-    ordered = sorted(totals.items(), key=lambda item: (item[0][0], str(item[0][1])))
-    return [(bucket, group, micros) for (bucket, group), micros in ordered]
-
-
-def latency_series(
-    connection: sqlite3.Connection, since: float | None, until: float | None, bucket_seconds: int
-) -> list[tuple[int, str, int, float | None, float | None]]:
-    """Median TTFT (ms) and median output tokens/s per local time bucket and served model:
-    (bucket start, model, calls counted, TTFT, tokens/s), oldest first.
-
-    Like the medians of `spend`, exact up to MEDIAN_SAMPLE calls and above that computed over
-    MEDIAN_SAMPLE calls picked evenly by id across the range, so a million-row ledger answers at once.
-    """
-    import statistics
-
-    if bucket_seconds <= 0 or 86400 % bucket_seconds:
-        raise ValueError(f"a series bucket must divide a day, not {bucket_seconds} s")
-    where, params = _where(since, until)
-    low, high = connection.execute(f"SELECT MIN(id), MAX(id) FROM calls {where}", params).fetchone()
-    if low is None:
-        return []
-    condition, sample_params = where, list(params)
-    if high - low + 1 > MEDIAN_SAMPLE:
-        step = (high - low + 1) / MEDIAN_SAMPLE
-        ids = sorted({low + int(index * step) for index in range(MEDIAN_SAMPLE)})
-        placeholders = ",".join("?" * len(ids))
-        condition = f"{where} AND id IN ({placeholders})" if where else f"WHERE id IN ({placeholders})"
-        sample_params += ids
-    slot_seconds = math.gcd(bucket_seconds, BUCKET_SECONDS)
-    bucket_of_slot: dict[int, int] = {}
-    samples: dict[tuple[int, str], tuple[list[float], list[float], list[int]]] = {}
-    for started_at, model, ttft, tps in connection.execute(
-        f"SELECT started_at, served_model, ttft_ms, output_tps FROM calls {condition}", sample_params
-    ):
-        slot = int(started_at // slot_seconds) * slot_seconds
-        bucket = bucket_of_slot.get(slot)
-        if bucket is None:
-            bucket = bucket_of_slot[slot] = local_bucket_start(slot, bucket_seconds)
-        ttfts, rates, counted = samples.setdefault((bucket, str(model)), ([], [], [0]))
-        counted[0] += 1
-        if ttft is not None:
-            ttfts.append(ttft)
-        if tps is not None:
-            rates.append(tps)
-    return [
-        (
-            bucket,
-            model,
-            counted[0],
-            statistics.median(ttfts) if ttfts else None,
-            statistics.median(rates) if rates else None,
-        )
-        for (bucket, model), (ttfts, rates, counted) in sorted(samples.items())
-    ]
 
 
 def recent_problems(connection: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:

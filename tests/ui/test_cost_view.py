@@ -21,7 +21,7 @@ from switch.ui.screens.detail import CallDetail
 from switch.ui.screenshot import render_svg, save_svg
 from textual.widgets import DataTable, Static
 
-from switch.ledger import queries
+from switch.ledger import queries, timeseries
 from switch.ledger.times import local_bucket_start
 from tests.ledger_seed import FROZEN_NOW, seed_ledger
 
@@ -34,6 +34,19 @@ def ledger(isolated_home: Path) -> Path:
     path = isolated_home / "ledger.db"
     seed_ledger(path, 300, FROZEN_NOW, SPAN)
     return path
+
+
+async def ready(app: Any, pilot: Any) -> None:
+    """Wait until the dashboard is up (the Overview's table shown and focused) before the first key."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        await settle(app, pilot)
+        focused = app.focused
+        if focused is not None and focused.id == "by-model" and focused.row_count > 0:
+            return
+    raise AssertionError(f"the dashboard did not come up: focus on {app.focused!r}")
 
 
 async def settle(app: Any, pilot: Any) -> None:
@@ -74,6 +87,7 @@ def test_money_examples() -> None:
 async def test_cost_columns_are_on_screen_at_100_columns(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
         await pilot.press("c")
         await settle(app, pilot)
         lines = screen_lines(app)
@@ -98,6 +112,7 @@ async def test_cost_columns_are_on_screen_at_100_columns(ledger: Path) -> None:
 async def test_detail_view_labels_are_words_and_money_is_dollars(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(160, 48)) as pilot:
+        await ready(app, pilot)
         await pilot.press("c")
         await settle(app, pilot)
         await pilot.press("enter")
@@ -141,20 +156,21 @@ def test_latency_series_is_the_median_per_bucket_and_model(ledger: Path) -> None
     since = queries.parse_time("7d", FROZEN_NOW)
     assert since is not None
     expected = hand_latency(ledger, since, BUCKETS["7d"])
-    got = queries.latency_series(sqlite3.connect(ledger), since, None, BUCKETS["7d"])
+    got = timeseries.latency_series(sqlite3.connect(ledger), since, None, BUCKETS["7d"])
     assert {(b, m): (t, r) for b, m, _n, t, r in got} == pytest.approx(expected)
     assert [(b, m) for b, m, *_ in got] == sorted(expected)
 
 
 def test_latency_series_samples_a_large_range(ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(queries, "MEDIAN_SAMPLE", 30)
-    got = queries.latency_series(sqlite3.connect(ledger), None, None, 86400)
+    monkeypatch.setattr(timeseries, "MEDIAN_SAMPLE", 30)
+    got = timeseries.latency_series(sqlite3.connect(ledger), None, None, 86400)
     assert 0 < sum(n for _b, _m, n, _t, _r in got) <= 30
 
 
 async def test_trends_tab_shows_spend_by_role_and_latency_by_model(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(160, 48)) as pilot:
+        await ready(app, pilot)
         await pilot.press("r", "t")  # 7 days
         await settle(app, pilot)
         trends = load_trends(sqlite3.connect(ledger), "7d", FROZEN_NOW)

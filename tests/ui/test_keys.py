@@ -22,6 +22,19 @@ def ledger(isolated_home: Path) -> Path:
     return path
 
 
+async def ready(app: Any, pilot: Any) -> None:
+    """Wait until the dashboard is up (the Overview's table shown and focused) before the first key."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        await settle(app, pilot)
+        focused = app.focused
+        if focused is not None and focused.id == "by-model" and focused.row_count > 0:
+            return
+    raise AssertionError(f"the dashboard did not come up: focus on {app.focused!r}")
+
+
 async def settle(app: Any, pilot: Any) -> None:
     await pilot.pause(0.05)
     await app.workers.wait_for_complete()
@@ -53,6 +66,7 @@ async def test_focus_lands_on_the_table_when_a_tab_opens(ledger: Path, key: str,
 async def test_enter_right_after_opening_the_calls_tab_shows_the_highlighted_call(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
         await pilot.press("c")
         await settle(app, pilot)
         await pilot.press("down", "down", "enter")
@@ -67,6 +81,7 @@ async def test_enter_right_after_opening_the_calls_tab_shows_the_highlighted_cal
 async def test_enter_on_a_filter_dropdown_opens_the_highlighted_call(ledger: Path, select_id: str) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
         await pilot.press("c")
         await settle(app, pilot)
         app.query_one(f"#{select_id}", Select).focus()
@@ -79,6 +94,7 @@ async def test_enter_on_a_filter_dropdown_opens_the_highlighted_call(ledger: Pat
 async def test_enter_in_an_open_dropdown_still_picks_the_option(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
         await pilot.press("c")
         await settle(app, pilot)
         harness = app.query_one("#filter-harness", Select)
@@ -97,6 +113,7 @@ async def test_enter_in_an_open_dropdown_still_picks_the_option(ledger: Path) ->
 async def test_enter_in_the_text_filter_goes_back_to_the_filtered_list_then_opens_a_call(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
         await pilot.press("slash")
         await settle(app, pilot)
         assert isinstance(app.focused, Input)
@@ -116,6 +133,7 @@ async def test_enter_in_the_text_filter_goes_back_to_the_filtered_list_then_open
 async def test_q_types_in_the_filter_and_escape_then_q_quits(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
         await pilot.press("slash")
         await settle(app, pilot)
         await pilot.press("q")
@@ -133,6 +151,7 @@ async def test_q_types_in_the_filter_and_escape_then_q_quits(ledger: Path) -> No
 async def test_escape_leaves_a_filter_dropdown_and_q_quits_from_it(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
         await pilot.press("c")
         await settle(app, pilot)
         app.query_one("#filter-role", Select).focus()
@@ -149,6 +168,7 @@ async def test_escape_leaves_a_filter_dropdown_and_q_quits_from_it(ledger: Path)
 async def test_q_quits_from_every_tab(ledger: Path, key: str) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
         await pilot.press(key)
         await settle(app, pilot)
         await pilot.press("q")
