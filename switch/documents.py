@@ -157,7 +157,7 @@ def extract_pdf(raw: bytes) -> tuple[int | None, str]:
                 left = count - number
                 chunks.append(
                     f"[document text cut at {MAX_CHARS} characters by switch: page {number} is incomplete"
-                    + (f" and {left} more page{'s' if left != 1 else ''} are not shown]" if left else "]")
+                    + (f" and {left} more page{'s are' if left != 1 else ' is'} not shown]" if left else "]")
                 )
                 break
             chunks.append(chunk)
