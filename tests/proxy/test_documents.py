@@ -10,14 +10,15 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import httpx
 import openai
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from switch.documents import CACHE_SIZE, MAX_CHARS, _ExtractionCache, extract_pdf
 from tests.conftest import FAKE_CLIENT_KEY, Proxy
+from tests.document_helpers import anthropic_blocks, anthropic_body, b64, make_pdf
 from tests.fake_upstream import ToolCall, Turn
-from tests.pdfs import b64, make_pdf
 
 REPORT = make_pdf(["Quarterly revenue rose 12 percent.", "Costs (net) fell in Europe."])
 REPORT_TEXT = (
@@ -286,3 +287,18 @@ def test_a_damaged_real_pdf_never_crashes_the_extractor(offset: int, garbage: by
     damaged = REPORT[:offset] + garbage + REPORT[offset + len(garbage) :]
     pages, text = extract_pdf(damaged)
     assert (pages is None) == (not text.startswith("--- page 1 ---"))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(block=anthropic_blocks, in_tool_result=st.booleans())
+def test_any_document_block_is_answered_or_refused_naming_the_field_never_a_500(
+    kimi_proxy: Proxy, block: dict[str, Any], in_tool_result: bool
+) -> None:
+    before = len(kimi_proxy.sink.records)
+    response = httpx.post(kimi_proxy.url + "/v1/messages", json=anthropic_body(block, in_tool_result), timeout=30)
+    assert response.status_code in (200, 400), response.text
+    if response.status_code == 400:
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error"
+        assert error["message"].startswith("messages["), error["message"]
+    assert len(kimi_proxy.sink.wait(before + 1)) == before + 1
