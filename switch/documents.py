@@ -126,7 +126,7 @@ def _capped(text: str) -> str:
 
 
 def _pdf_text(part: DocumentPart, raw: bytes) -> str:
-    pages, body = _CACHE.extract(raw)
+    pages, body = EXTRACTIONS.extract(raw)
     if pages is None:
         return unreadable(part, body)
     return labelled(part, body, f": text extracted by switch from its {pages} PDF page{'s' if pages != 1 else ''}")
@@ -178,7 +178,7 @@ def _decrypts(reader: PdfReader) -> bool:
         return False
 
 
-class _ExtractionCache:
+class ExtractionCache:
     """A bounded LRU of extraction results by SHA-256 of the PDF's bytes; safe across threads."""
 
     def __init__(self, size: int) -> None:
@@ -205,4 +205,5 @@ class _ExtractionCache:
         return result
 
 
-_CACHE = _ExtractionCache(CACHE_SIZE)
+EXTRACTIONS = ExtractionCache(CACHE_SIZE)
+"""The process-wide cache the translated path uses."""

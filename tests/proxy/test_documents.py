@@ -15,7 +15,7 @@ import openai
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switch.documents import CACHE_SIZE, MAX_CHARS, _ExtractionCache, extract_pdf
+from switch.documents import CACHE_SIZE, EXTRACTIONS, MAX_CHARS, ExtractionCache, extract_pdf
 from tests.conftest import FAKE_CLIENT_KEY, Proxy
 from tests.document_helpers import anthropic_blocks, anthropic_body, b64, make_pdf
 from tests.fake_upstream import ToolCall, Turn
@@ -225,8 +225,9 @@ def test_responses_input_file_parts_are_read(kimi_proxy: Proxy) -> None:
 
 
 def test_a_tool_turn_after_a_pdf_keeps_working(kimi_proxy: Proxy) -> None:
-    """The PDF stays in the history of every later turn; each one reaches the upstream."""
+    """The PDF stays in the history of every later turn; each one reaches the upstream, extracted once."""
     assert kimi_proxy.upstream is not None
+    misses = EXTRACTIONS.misses
     kimi_proxy.upstream.script(
         Turn(reasoning="need the file", tool_calls=[ToolCall("call_9", "Read", '{"file_path": "b.pdf"}')])
     )
@@ -247,6 +248,7 @@ def test_a_tool_turn_after_a_pdf_keeps_working(kimi_proxy: Proxy) -> None:
     messages = chat_messages(kimi_proxy)
     assert messages[-3]["content"].startswith(REPORT_TEXT)
     assert messages[-1]["content"].startswith("[document: text extracted by switch from its 2 PDF pages]")
+    assert EXTRACTIONS.misses - misses <= 1  # three copies of the same file were sent
 
 
 def test_huge_pdf_text_is_cut_with_a_note() -> None:
@@ -265,7 +267,7 @@ def test_a_pdf_locked_only_against_editing_is_read() -> None:
 
 
 def test_extraction_is_cached_by_content_and_bounded() -> None:
-    cache = _ExtractionCache(2)
+    cache = ExtractionCache(2)
     first, second, third = (make_pdf([f"file {n}"]) for n in range(3))
     assert cache.extract(first) == cache.extract(bytes(first)) == (1, "--- page 1 ---\nfile 0")
     assert cache.misses == 1
