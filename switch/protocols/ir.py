@@ -47,10 +47,21 @@ def image_from_url(url: str) -> ImagePart:
 
 @value
 class DocumentPart:
-    """A document block; most chat upstreams cannot take it, so translators reject it clearly."""
+    """A document: inline base64 `data` (a PDF, …), plain `text`, or a `url` or `file_id` reference.
 
-    media_type: str | None
-    source_type: str
+    `name` is its title or filename. `problem` says why it cannot be read when its source is one
+    switch does not know. `anthropic_block` is the block as an Anthropic client sent it, so an
+    Anthropic upstream gets it unchanged.
+    """
+
+    media_type: str | None = None
+    data: str | None = None
+    text: str | None = None
+    url: str | None = None
+    file_id: str | None = None
+    name: str | None = None
+    problem: str | None = None
+    anthropic_block: dict[str, Any] | None = None
 
 
 @value
@@ -82,7 +93,7 @@ class ToolResultPart:
     """The caller's answer to a tool call."""
 
     call_id: str
-    content: tuple[TextPart | ImagePart, ...]
+    content: tuple[TextPart | ImagePart | DocumentPart, ...]
     is_error: bool = False
     kind: ToolKind = "function"
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from switch.config import Settings
+from switch.documents import for_upstream, has_documents
 from switch.errors import UpstreamError
 from switch.ledger.record import Outcome
 from switch.protocols.collect import ResponseCollector, replay
@@ -88,7 +89,9 @@ class TranslatedPath:
             status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await fail(attempt, Failure(status, message, "rejected", "no_key"))
         try:
-            body = upstream.request_body(request, target, self.reasoning.get)
+            # Only a request holding a document pays for this (a PDF's text for a chat upstream).
+            sent = await for_upstream(request, upstream.name) if has_documents(request) else request
+            body = upstream.request_body(sent, target, self.reasoning.get)
         except REQUEST_ERRORS as exc:
             refused = rejection(exc)
             await send_error(

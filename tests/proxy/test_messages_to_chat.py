@@ -175,14 +175,14 @@ def test_images_base64_and_url_reach_upstream_as_image_url(kimi_proxy: Proxy) ->
     ]
 
 
-def test_document_block_is_a_clear_400(kimi_proxy: Proxy) -> None:
-    with pytest.raises(anthropic.BadRequestError) as caught:
-        ask_with_blocks(
-            kimi_proxy,
-            [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}],
-        )
-    assert "document" in str(caught.value)
-    assert caught.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+def test_unreadable_document_block_reaches_upstream_as_a_note(kimi_proxy: Proxy) -> None:
+    assert kimi_proxy.upstream is not None
+    ask_with_blocks(
+        kimi_proxy,
+        [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}],
+    )
+    content = kimi_proxy.upstream.received[0].json["messages"][0]["content"]
+    assert content.startswith("[document could not be read: it is not a readable PDF")
 
 
 @pytest.mark.parametrize(

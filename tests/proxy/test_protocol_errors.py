@@ -18,7 +18,6 @@ IN_BAND_ERROR = [
     b'data: {"choices":[{"index":0,"delta":{"content":"partial "}}]}\n\n',
     b'data: {"error":{"message":"the model is overloaded, try again"}}\n\n',
 ]
-DOCUMENT = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}
 
 
 def test_wrong_field_type_is_a_400_naming_the_field_in_openai_format(kimi_proxy: Proxy) -> None:
@@ -36,13 +35,18 @@ def test_wrong_field_type_is_a_400_naming_the_field_in_openai_format(kimi_proxy:
 def test_feature_the_upstream_cannot_take_is_a_400_recorded_as_rejected(kimi_proxy: Proxy) -> None:
     response = httpx.post(
         kimi_proxy.url + "/v1/messages",
-        json={"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": [DOCUMENT]}]},
+        json={
+            "model": "m",
+            "max_tokens": 50,
+            "messages": [{"role": "user", "content": "hi"}],
+            "output_config": {"format": {"type": "regex", "pattern": "a+"}},
+        },
         timeout=30,
     )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"
-    assert "document" in error["message"]
+    assert "structured output of type 'regex'" in error["message"]
     (record,) = kimi_proxy.sink.wait(1)
     assert record.outcome == "rejected"
     assert kimi_proxy.upstream is not None and not kimi_proxy.upstream.received

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from switch.protocols.carry import client_tool_id, encode_reasoning, upstream_tool_id
+from switch.protocols.documents import anthropic_document
 from switch.protocols.fields import (
     block_type,
     field_str,
@@ -87,7 +88,7 @@ def _image(block: dict[str, Any], container: str, index: int) -> ImagePart:
     raise UnsupportedFeatureError(f"{at}: image source '{kind}' is not supported by this route", param=at)
 
 
-def _tool_result_content(value: Any, message: int, index: int) -> tuple[TextPart | ImagePart, ...]:
+def _tool_result_content(value: Any, message: int, index: int) -> tuple[TextPart | ImagePart | DocumentPart, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -95,13 +96,15 @@ def _tool_result_content(value: Any, message: int, index: int) -> tuple[TextPart
     container = f"messages[{message}].content[{index}].content"
     if not isinstance(value, list):
         raise wrong_type(container, "a string or an array", value)
-    parts: list[TextPart | ImagePart] = []
+    parts: list[TextPart | ImagePart | DocumentPart] = []
     for inner, block in enumerate(value):
         kind = block_type(block, container, inner)
         if kind == "text":
             parts.append(TextPart(field_str(block, "text", container, inner)))
         elif kind == "image":
             parts.append(_image(block, container, inner))
+        elif kind == "document":
+            parts.append(anthropic_document(block, container, inner))
         elif kind == "tool_reference":
             name = block.get("tool_name")
             if name is None:
@@ -142,23 +145,10 @@ def _parts(content: Any, message: int) -> tuple[Part, ...]:
         elif kind == "image":
             parts.append(_image(block, container, index))
         elif kind == "document":
-            parts.append(_document(block, container, index))
+            parts.append(anthropic_document(block, container, index))
         # Server-tool blocks, container uploads and other Anthropic-only blocks have no
         # equivalent upstream; they are left out.
     return tuple(parts)
-
-
-def _document(block: dict[str, Any], container: str, index: int) -> DocumentPart:
-    source = block.get("source")
-    if not isinstance(source, dict):
-        raise wrong_type(f"{container}[{index}].source", "an object", source)
-    media_type = source.get("media_type")
-    source_type = source.get("type")
-    if media_type is not None and not isinstance(media_type, str):
-        raise wrong_type(f"{container}[{index}].source.media_type", "a string", media_type)
-    if not isinstance(source_type, str):
-        raise wrong_type(f"{container}[{index}].source.type", "a string", source_type)
-    return DocumentPart(media_type, source_type)
 
 
 def _tool_use(block: dict[str, Any], at: str, index: int) -> ToolCallPart:

@@ -13,7 +13,9 @@ import orjson
 
 from switch.protocols.anthropic_messages.inbound import BILLING_PREFIX
 from switch.protocols.carry import client_tool_id, is_switch_signature, short_tool_name
+from switch.protocols.documents import PDF
 from switch.protocols.ir import (
+    DocumentPart,
     ImagePart,
     Part,
     ReasoningPart,
@@ -58,6 +60,32 @@ def _image(part: ImagePart) -> dict[str, Any]:
     }
 
 
+def _document(part: DocumentPart) -> dict[str, Any]:
+    if part.anthropic_block is not None:
+        return part.anthropic_block
+    source: dict[str, Any]
+    if part.url is not None:
+        source = {"type": "url", "url": part.url}
+    elif part.file_id is not None:
+        source = {"type": "file", "file_id": part.file_id}
+    elif part.text is not None:
+        source = {"type": "text", "media_type": "text/plain", "data": part.text}
+    else:
+        source = {"type": "base64", "media_type": part.media_type or PDF, "data": part.data or ""}
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if part.name:
+        block["title"] = part.name
+    return block
+
+
+def _result_item(item: TextPart | ImagePart | DocumentPart) -> dict[str, Any]:
+    if isinstance(item, TextPart):
+        return {"type": "text", "text": item.text}
+    if isinstance(item, ImagePart):
+        return _image(item)
+    return _document(item)
+
+
 def _blocks(parts: tuple[Part, ...], index: ToolIndex) -> tuple[list[dict[str, Any]], bool]:
     blocks: list[dict[str, Any]] = []
     signed_thinking = False
@@ -67,6 +95,8 @@ def _blocks(parts: tuple[Part, ...], index: ToolIndex) -> tuple[list[dict[str, A
                 blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
             blocks.append(_image(part))
+        elif isinstance(part, DocumentPart):
+            blocks.append(_document(part))
         elif isinstance(part, ReasoningPart):
             if part.redacted_data:
                 blocks.append({"type": "redacted_thinking", "data": part.redacted_data})
@@ -92,9 +122,7 @@ def _blocks(parts: tuple[Part, ...], index: ToolIndex) -> tuple[list[dict[str, A
                 }
             )
         elif isinstance(part, ToolResultPart):
-            content: list[dict[str, Any]] = []
-            for item in part.content:
-                content.append({"type": "text", "text": item.text} if isinstance(item, TextPart) else _image(item))
+            content = [_result_item(item) for item in part.content]
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": client_tool_id(part.call_id),

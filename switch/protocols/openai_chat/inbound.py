@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from switch.protocols.documents import chat_file
 from switch.protocols.fields import (
     missing,
     optional_bool,
@@ -16,6 +17,7 @@ from switch.protocols.fields import (
     wrong_type,
 )
 from switch.protocols.ir import (
+    DocumentPart,
     ImagePart,
     Message,
     Part,
@@ -51,14 +53,14 @@ FINISH_REASONS: dict[str, str] = {
 }
 
 
-def _parts(content: Any, where: str) -> list[TextPart | ImagePart]:
+def _parts(content: Any, where: str) -> list[TextPart | ImagePart | DocumentPart]:
     if content is None:
         return []
     if isinstance(content, str):
         return [TextPart(content)]
     if not isinstance(content, list):
         raise wrong_type(f"{where}.content", "a string or an array", content)
-    parts: list[TextPart | ImagePart] = []
+    parts: list[TextPart | ImagePart | DocumentPart] = []
     for index, block in enumerate(content):
         if not isinstance(block, dict):
             raise wrong_type(f"{where}.content[{index}]", "an object", block)
@@ -74,9 +76,11 @@ def _parts(content: Any, where: str) -> list[TextPart | ImagePart]:
             if not isinstance(url, str):
                 raise wrong_type(f"{where}.content[{index}].image_url.url", "a string", url)
             parts.append(image_from_url(url))
+        elif kind == "file":
+            parts.append(chat_file(block, f"{where}.content", index))
         elif not isinstance(kind, str):
             raise wrong_type(f"{where}.content[{index}].type", "a string", kind)
-        # Audio, file and refusal parts have no equivalent upstream; they are left out.
+        # Audio and refusal parts have no equivalent upstream; they are left out.
     return parts
 
 

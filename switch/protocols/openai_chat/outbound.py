@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 import orjson
 
 from switch.protocols.carry import decode_reasoning, short_tool_name
+from switch.protocols.documents import stand_in
 from switch.protocols.ir import (
     DocumentPart,
     ImagePart,
@@ -29,7 +30,6 @@ from switch.protocols.ir import (
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
-    UnsupportedFeatureError,
     Usage,
 )
 from switch.protocols.structured import write_openai_format
@@ -103,7 +103,9 @@ def _user_content(parts: list[TextPart | ImagePart]) -> str | list[dict[str, Any
 
 
 def _tool_message(part: ToolResultPart, trailing_images: list[TextPart | ImagePart]) -> dict[str, Any]:
-    texts = [p.text for p in part.content if isinstance(p, TextPart)]
+    texts = [
+        p.text if isinstance(p, TextPart) else stand_in(p).text for p in part.content if not isinstance(p, ImagePart)
+    ]
     trailing_images.extend(p for p in part.content if isinstance(p, ImagePart))
     text = "\n".join(texts) or EMPTY_TOOL_OUTPUT
     if part.is_error:
@@ -145,10 +147,7 @@ def _user_turn(message: Message, out: list[dict[str, Any]]) -> None:
         elif isinstance(part, TextPart | ImagePart):
             pending.append(part)
         elif isinstance(part, DocumentPart):
-            raise UnsupportedFeatureError(
-                "document content blocks are not supported by this upstream model; send the document's text instead",
-                param="messages",
-            )
+            pending.append(stand_in(part))
     content = trailing_images + pending
     if content:
         out.append({"role": "user", "content": _user_content(content)})

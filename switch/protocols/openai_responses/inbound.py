@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from switch.protocols.carry import decode_reasoning
+from switch.protocols.documents import responses_file
 from switch.protocols.fields import (
     missing,
     optional_bool,
@@ -25,6 +26,7 @@ from switch.protocols.fields import (
     wrong_type,
 )
 from switch.protocols.ir import (
+    DocumentPart,
     ImagePart,
     Message,
     Part,
@@ -56,12 +58,12 @@ _ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
-def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
+def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart | DocumentPart]:
     if isinstance(content, str):
         return [TextPart(content)]
     if not isinstance(content, list):
         raise wrong_type(f"{where}.content", "a string or an array", content)
-    parts: list[TextPart | ImagePart] = []
+    parts: list[TextPart | ImagePart | DocumentPart] = []
     for index, block in enumerate(content):
         if not isinstance(block, dict):
             raise wrong_type(f"{where}.content[{index}]", "an object", block)
@@ -92,14 +94,11 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart]:
                 raise wrong_type(f"{where}.content[{index}].refusal", "a string", refusal)
             parts.append(TextPart(refusal))
         elif kind == "input_file":
-            raise RequestFormatError(
-                f"{where}.content[{index}]: input_file is not supported by this route",
-                param=f"{where}.content[{index}]",
-            )
+            parts.append(responses_file(block, f"{where}.content", index))
     return parts
 
 
-def _output_parts(output: Any, where: str) -> tuple[TextPart | ImagePart, ...]:
+def _output_parts(output: Any, where: str) -> tuple[TextPart | ImagePart | DocumentPart, ...]:
     if output is None:
         return ()
     if isinstance(output, str):

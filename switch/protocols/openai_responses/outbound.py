@@ -7,10 +7,13 @@ turns become reasoning, message and call items, tool results become call outputs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from switch.protocols.carry import is_switch_signature
+from switch.protocols.documents import PDF, stand_in
 from switch.protocols.ir import (
+    DocumentPart,
     ImagePart,
     Part,
     ReasoningPart,
@@ -28,7 +31,20 @@ from switch.protocols.tools import ToolIndex, flat_name
 from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
 
-def _input_content(parts: tuple[Part, ...], assistant: bool) -> list[dict[str, Any]]:
+def _input_file(part: DocumentPart) -> dict[str, Any]:
+    if part.text is not None or part.problem is not None:
+        return {"type": "input_text", "text": stand_in(part).text}
+    if part.url is not None:
+        return {"type": "input_file", "file_url": part.url}
+    if part.file_id is not None:
+        return {"type": "input_file", "file_id": part.file_id}
+    media_type = part.media_type or PDF
+    # OpenAI requires a filename with inline file data.
+    filename = part.name or ("document.pdf" if media_type == PDF else "document")
+    return {"type": "input_file", "file_data": f"data:{media_type};base64,{part.data or ''}", "filename": filename}
+
+
+def _input_content(parts: Sequence[Part], assistant: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, TextPart):
@@ -36,7 +52,15 @@ def _input_content(parts: tuple[Part, ...], assistant: bool) -> list[dict[str, A
         elif isinstance(part, ImagePart):
             url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
             out.append({"type": "input_image", "image_url": url})
+        elif isinstance(part, DocumentPart) and not assistant:
+            out.append(_input_file(part))
     return out
+
+
+def _tool_output(part: ToolResultPart) -> str | list[dict[str, Any]]:
+    if any(isinstance(item, DocumentPart) for item in part.content):
+        return _input_content(part.content, False)
+    return "\n".join(p.text for p in part.content if isinstance(p, TextPart))
 
 
 def _tool_out(spec: ToolSpec) -> dict[str, Any]:
@@ -84,12 +108,11 @@ def request_from_ir(request: Request, model: str) -> dict[str, Any]:
             text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart))
             items.append({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]})
         elif message.role == "user":
-            plain = [p for p in message.parts if isinstance(p, TextPart | ImagePart)]
+            plain = [p for p in message.parts if isinstance(p, TextPart | ImagePart | DocumentPart)]
             for part in message.parts:
                 if isinstance(part, ToolResultPart):
-                    text = "\n".join(p.text for p in part.content if isinstance(p, TextPart))
                     kind = "custom_tool_call_output" if part.kind == "custom" else "function_call_output"
-                    items.append({"type": kind, "call_id": part.call_id, "output": text})
+                    items.append({"type": kind, "call_id": part.call_id, "output": _tool_output(part)})
             if plain:
                 items.append({"type": "message", "role": "user", "content": _input_content(tuple(plain), False)})
         else:
