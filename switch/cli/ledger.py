@@ -150,7 +150,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def prices(
-        model: str = typer.Argument(None, help="provider/model, or a plain model name."),
+        model: str = typer.Argument(
+            None, help="provider/model, or a model name as `switch calls` and the dashboard show it."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """The price that applies to a model, and where it comes from."""
@@ -164,28 +166,42 @@ def register(app: typer.Typer) -> None:
         )
         results: list[dict[str, Any]] = []
         for reference in references:
-            provider, sep, name = reference.partition("/")
-            price = (
-                table.lookup(provider, name)
-                if sep and provider in settings.providers
-                else table.lookup(None, reference)
-            )
+            candidates = [
+                {"model": found.reference, "price": found.price.per_million(), "source": found.price.source}
+                for found in table.resolve(reference, settings.providers)
+            ]
+            # One answer is the price; several are for the user to choose from, so none is the price.
+            only = candidates[0] if len(candidates) == 1 else None
             results.append(
                 {
                     "model": reference,
-                    "price": price.per_million() if price else None,
-                    "source": price.source if price else None,
+                    "resolved": only["model"] if only else None,
+                    "price": only["price"] if only else None,
+                    "source": only["source"] if only else None,
+                    "candidates": candidates,
                 }
             )
         if as_json:
             typer.echo(json.dumps(results, indent=2))
             return
         for result in results:
-            if result["price"] is None:
+            candidates = result["candidates"]
+            if not candidates:
                 typer.echo(f'{result["model"]}: unpriced (add [prices."{result["model"]}"] to config.toml)')
-                continue
-            figures: dict[str, float] = result["price"]
-            typer.echo(
-                f"{result['model']}: ${figures['input']:g} input, ${figures['cached_input']:g} cached input, "
-                f"${figures['output']:g} output per million tokens ({result['source']})"
-            )
+            elif len(candidates) == 1:
+                shown = result["model"]
+                if result["resolved"] != shown:
+                    shown += f" ({result['resolved']})"
+                typer.echo(f"{shown}: {_price_text(candidates[0])}")
+            else:
+                typer.echo(f"{result['model']} is served by {len(candidates)} providers; name one as provider/model:")
+                for candidate in candidates:
+                    typer.echo(f"  {candidate['model']}: {_price_text(candidate)}")
+
+
+def _price_text(candidate: dict[str, Any]) -> str:
+    figures: dict[str, float] = candidate["price"]
+    return (
+        f"${figures['input']:g} input, ${figures['cached_input']:g} cached input, "
+        f"${figures['output']:g} output per million tokens ({candidate['source']})"
+    )
