@@ -48,18 +48,21 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Spend, native estimate, savings, calls, errors, cache use and speed."""
-        from switch.ledger.queries import GROUPS, micros_to_usd
+        from switch.ledger.queries import GROUPS, micros_to_usd, refused_calls
         from switch.ledger.queries import spend as spend_query
 
         if by is not None and by not in GROUPS:
             typer.echo(f"switch: --by must be one of: {', '.join(GROUPS)}", err=True)
             raise typer.Exit(2)
         start, end = _times(since, until)
-        rows = spend_query(_connection(), by, start, end)
+        connection = _connection()
+        rows = spend_query(connection, by, start, end)
+        refused = refused_calls(connection, start, end)
         if as_json:
-            typer.echo(json.dumps({"by": by, "since": start, "until": end, "groups": rows}, indent=2))
+            report = {"by": by, "since": start, "until": end, "groups": rows, "rejected_before_provider": refused}
+            typer.echo(json.dumps(report, indent=2))
             return
-        if not rows:
+        if not rows and not refused:
             typer.echo("No calls in that range.")
             return
         header = f"{(by or 'total'):<28} {'spend':>12} {'native':>12} {'saved':>12} {'calls':>7} {'errors':>6}"
@@ -73,6 +76,9 @@ def register(app: typer.Typer) -> None:
                 f"{micros_to_usd(row['native_micros']):>12} {micros_to_usd(row['savings_micros']):>12} "
                 f"{row['calls']:>7} {row['errors']:>6} {hit:>9} {_ms(row['median_ttft_ms']):>10} {tps:>9}{unpriced}"
             )
+        if refused:
+            # Not a model and not unpriced: refused by switch (400, 413) before any provider, so nothing was spent.
+            typer.echo(f"rejected before any provider: {refused} call{'s' if refused != 1 else ''} (no model, no cost)")
 
     @app.command()
     def calls(

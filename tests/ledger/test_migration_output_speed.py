@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from switch.cli import app
 from switch.config import Settings
 from switch.ledger import queries
+from switch.ledger import series as ledger_series
 from switch.ledger.columns import COLUMNS
 from switch.ledger.migrations import LATEST, current_version, migrate
 from tests.ledger_seed import FROZEN_NOW, kimi_call, pricer_for, write_rows
@@ -69,7 +70,7 @@ def test_migration_7_nulls_rates_of_whole_bodies_and_medians_skip_them(isolated_
         assert [row[:tps] + row[tps + 1 :] for row in after] == [row[:tps] + row[tps + 1 :] for row in before]
         totals = queries.spend(connection)[0]
         assert totals["median_output_tps"] == 55.0
-        latency = queries.latency_series(connection, None, None, 86400)
+        latency = ledger_series.latency_series(connection, None, None, 86400)
         assert {model: tps for _bucket, model, _calls, _ttft, tps in latency} == {
             "moonshotai/Kimi-K3": 55.0,
             "zai-org/GLM-5.2": None,
