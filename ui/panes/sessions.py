@@ -98,8 +98,4 @@ def _side(row: dict[str, Any], side: str) -> str:
     """One side's spend and tokens; `none` when it made no call, so a session without subagents is not unpriced."""
     if not row[f"{side}_calls"]:
         return "none"
-    unpriced = row[f"{side}_unpriced"]
-    spent = fmt.money(row[f"{side}_micros"])
-    if unpriced and row[f"{side}_micros"] is not None:
-        spent += f" +{unpriced}?"
-    return f"{spent} / {fmt.count(row[f'{side}_tokens'])} tok"
+    return f"{fmt.money(row[f'{side}_micros'])} / {fmt.count(row[f'{side}_tokens'])} tok"
