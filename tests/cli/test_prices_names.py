@@ -3,13 +3,17 @@ not only `provider/model`: one priced provider is the answer, several are listed
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from switch.config import load_settings
+from switch.ledger.pricing import PriceTable
 from switch.ledger.recorder import Recorder
 from tests.commands import run_switch
 from tests.ledger_seed import FROZEN_NOW, kimi_call, pricer_for
@@ -99,3 +103,36 @@ def test_provider_model_still_answers_exactly_and_unknown_names_are_unpriced_wit
         assert run_switch("prices", unknown).stdout == (
             f'{unknown}: unpriced (add [prices."{unknown}"] to config.toml)\n'
         )
+
+
+PROVIDERS = ("acmehost", "anthropic", "baseten", "moonshot", "openai", "openrouter")
+
+
+@functools.cache
+def table() -> PriceTable:
+    """The price table with one user price (loaded once: it reads litellm's whole table)."""
+    return PriceTable({"acmehost/acme/Widget-7": {"input": 1.25, "output": 5}})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=40),
+        st.builds(
+            "/".join,
+            st.lists(
+                st.sampled_from(["", "baseten", "moonshotai", "Kimi-K3", "kimi-k3", "gpt-5.5", "x/y", "é"]), max_size=4
+            ),
+        ),
+    )
+)
+def test_any_name_resolves_to_priced_references_of_configured_providers_or_to_nothing(name: str) -> None:
+    found = table().resolve(name, PROVIDERS)
+    references = [candidate.reference for candidate in found]
+    assert len(set(references)) == len(references)
+    for candidate in found:
+        # Each is a configured provider's model, or the name itself when the table knows it unprefixed.
+        assert candidate.reference == name or candidate.reference.split("/", 1)[0] in PROVIDERS
+        assert candidate.price.output >= 0 and candidate.price.source
+    if len(found) == 1 and "/" in name and name.split("/", 1)[0] in PROVIDERS:
+        assert references == [name]  # provider/model is taken as written, never re-resolved
