@@ -9,7 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from switch.ledger import queries, timeseries
+from switch.ledger import queries
+from switch.ledger import series as ledger_series
 
 RANGES: tuple[tuple[str, str], ...] = (
     ("1h", "Last hour"),
@@ -32,6 +33,8 @@ class Overview:
     by_role: list[dict[str, Any]]
     by_harness: list[dict[str, Any]]
     by_mapping: list[dict[str, Any]]
+    refused: int = 0
+    """Calls refused before any provider (no model, no cost): a count of their own, never a model."""
 
 
 @dataclass
@@ -97,12 +100,13 @@ def load_overview(connection: sqlite3.Connection, range_key: str, now: float) ->
     bucket = BUCKETS[range_key]
     return Overview(
         totals=totals[0] if totals else {},
-        series=timeseries.series(connection, since, None, bucket, "model"),
+        series=ledger_series.series(connection, since, None, bucket, "model"),
         bucket_seconds=bucket,
         by_model=queries.spend(connection, "model", since, None, medians=False),
         by_role=queries.spend(connection, "role", since, None, medians=False),
         by_harness=queries.spend(connection, "harness", since, None, medians=False),
         by_mapping=queries.spend(connection, "requested", since, None, medians=False),
+        refused=queries.refused_calls(connection, since, None),
     )
 
 
@@ -111,8 +115,8 @@ def load_trends(connection: sqlite3.Connection, range_key: str, now: float) -> T
     since = since_of(range_key, now)
     bucket = BUCKETS[range_key]
     return Trends(
-        spend_by_role=timeseries.series(connection, since, None, bucket, "role"),
-        latency=timeseries.latency_series(connection, since, None, bucket),
+        spend_by_role=ledger_series.series(connection, since, None, bucket, "role"),
+        latency=ledger_series.latency_series(connection, since, None, bucket),
         bucket_seconds=bucket,
     )
 

@@ -48,18 +48,21 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Spend, native estimate, savings, calls, errors, cache use and speed."""
-        from switch.ledger.queries import GROUPS, micros_to_usd
+        from switch.ledger.queries import GROUPS, micros_to_usd, refused_calls
         from switch.ledger.queries import spend as spend_query
 
         if by is not None and by not in GROUPS:
             typer.echo(f"switch: --by must be one of: {', '.join(GROUPS)}", err=True)
             raise typer.Exit(2)
         start, end = _times(since, until)
-        rows = spend_query(_connection(), by, start, end)
+        connection = _connection()
+        rows = spend_query(connection, by, start, end)
+        refused = refused_calls(connection, start, end)
         if as_json:
-            typer.echo(json.dumps({"by": by, "since": start, "until": end, "groups": rows}, indent=2))
+            report = {"by": by, "since": start, "until": end, "groups": rows, "rejected_before_provider": refused}
+            typer.echo(json.dumps(report, indent=2))
             return
-        if not rows:
+        if not rows and not refused:
             typer.echo("No calls in that range.")
             return
         header = f"{(by or 'total'):<28} {'spend':>12} {'native':>12} {'saved':>12} {'calls':>7} {'errors':>6}"
@@ -73,6 +76,9 @@ def register(app: typer.Typer) -> None:
                 f"{micros_to_usd(row['native_micros']):>12} {micros_to_usd(row['savings_micros']):>12} "
                 f"{row['calls']:>7} {row['errors']:>6} {hit:>9} {_ms(row['median_ttft_ms']):>10} {tps:>9}{unpriced}"
             )
+        if refused:
+            # Not a model and not unpriced: refused by switch (400, 413) before any provider, so nothing was spent.
+            typer.echo(f"rejected before any provider: {refused} call{'s' if refused != 1 else ''} (no model, no cost)")
 
     @app.command()
     def calls(
@@ -150,7 +156,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def prices(
-        model: str = typer.Argument(None, help="provider/model, or a plain model name."),
+        model: str = typer.Argument(
+            None, help="provider/model, or a model name as `switch calls` and the dashboard show it."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """The price that applies to a model, and where it comes from."""
@@ -164,28 +172,42 @@ def register(app: typer.Typer) -> None:
         )
         results: list[dict[str, Any]] = []
         for reference in references:
-            provider, sep, name = reference.partition("/")
-            price = (
-                table.lookup(provider, name)
-                if sep and provider in settings.providers
-                else table.lookup(None, reference)
-            )
+            candidates = [
+                {"model": found.reference, "price": found.price.per_million(), "source": found.price.source}
+                for found in table.resolve(reference, settings.providers)
+            ]
+            # One answer is the price; several are for the user to choose from, so none is the price.
+            only = candidates[0] if len(candidates) == 1 else None
             results.append(
                 {
                     "model": reference,
-                    "price": price.per_million() if price else None,
-                    "source": price.source if price else None,
+                    "resolved": only["model"] if only else None,
+                    "price": only["price"] if only else None,
+                    "source": only["source"] if only else None,
+                    "candidates": candidates,
                 }
             )
         if as_json:
             typer.echo(json.dumps(results, indent=2))
             return
         for result in results:
-            if result["price"] is None:
+            candidates = result["candidates"]
+            if not candidates:
                 typer.echo(f'{result["model"]}: unpriced (add [prices."{result["model"]}"] to config.toml)')
-                continue
-            figures: dict[str, float] = result["price"]
-            typer.echo(
-                f"{result['model']}: ${figures['input']:g} input, ${figures['cached_input']:g} cached input, "
-                f"${figures['output']:g} output per million tokens ({result['source']})"
-            )
+            elif len(candidates) == 1:
+                shown = result["model"]
+                if result["resolved"] != shown:
+                    shown += f" ({result['resolved']})"
+                typer.echo(f"{shown}: {_price_text(candidates[0])}")
+            else:
+                typer.echo(f"{result['model']} is served by {len(candidates)} providers; name one as provider/model:")
+                for candidate in candidates:
+                    typer.echo(f"  {candidate['model']}: {_price_text(candidate)}")
+
+
+def _price_text(candidate: dict[str, Any]) -> str:
+    figures: dict[str, float] = candidate["price"]
+    return (
+        f"${figures['input']:g} input, ${figures['cached_input']:g} cached input, "
+        f"${figures['output']:g} output per million tokens ({candidate['source']})"
+    )

@@ -177,6 +177,15 @@ MIGRATIONS = (
         );
         """,
     ),
+    (
+        7,
+        "no output speed where none was measured",
+        # Output tok/s was once output tokens over (duration - TTFT), which for a whole body is about zero
+        # seconds: rates like 310,231 tok/s that skewed every median. Only a stream shows a rate; an old
+        # stream's chunk count was never recorded, so its rate (first byte to end) stays. The rollups
+        # hold no rates, so they need nothing.
+        "UPDATE calls SET output_tps = NULL WHERE streamed = 0 AND output_tps IS NOT NULL",
+    ),
 )
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (

@@ -12,6 +12,7 @@ convention has already been normalised before a price is applied.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -76,6 +77,14 @@ class Price:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A priced `provider/model` reference a model name may mean."""
+
+    reference: str
+    price: Price
+
+
 def _decimal(value: Any) -> Decimal | None:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
@@ -115,6 +124,7 @@ class PriceTable:
 
     def __init__(self, overrides: dict[str, dict[str, float]] | None = None) -> None:
         self._overrides = {key.lower(): value for key, value in (overrides or {}).items()}
+        self._override_names = tuple(overrides or {})
         self._entries: dict[str, tuple[dict[str, Any], str]] = {}
         self._resolved: dict[tuple[str | None, str], Price | None] = {}
         table = litellm_table_path()
@@ -173,3 +183,61 @@ class PriceTable:
             per_token("output", Decimal(0)),
             f"config:{reference}",
         )
+
+    def resolve(self, name: str, providers: Iterable[str]) -> list[Candidate]:
+        """The priced references `name` may mean: a `provider/model`, a served model name as `switch calls` and the
+        dashboard show it (`moonshotai/Kimi-K3`), or its last part (`Kimi-K3`); one per configured provider that
+        has a price for it, none when unpriced. Several mean several providers serve that name."""
+        configured = sorted(set(providers))
+        provider, sep, model = name.partition("/")
+        if sep and model and provider in configured:
+            price = self.lookup(provider, model)
+            return [Candidate(name, price)] if price else []
+        plain = self._overrides.get(name.lower())
+        if plain is not None:
+            # The ledger prices every provider's calls of this name at the user's figure: so does this.
+            return [Candidate(name, self._override_price(plain, name))]
+        found = self._served_by(configured, [name, *self._full_names(name, configured)])
+        if not found:
+            price = self.lookup(None, name)
+            found = [Candidate(name, price)] if price else []
+        return found
+
+    def _served_by(self, providers: list[str], models: list[str]) -> list[Candidate]:
+        found: list[Candidate] = []
+        for provider in providers:
+            for model in models:
+                price = self._provider_price(provider, model)
+                if price is not None:
+                    found.append(Candidate(f"{provider}/{model}", price))
+                    break
+        return found
+
+    def _provider_price(self, provider: str, model: str) -> Price | None:
+        """The price a provider's own entry gives `model` (a user override, or a table key under its prefix)."""
+        reference = f"{provider}/{model}"
+        override = self._overrides.get(reference.lower())
+        if override is not None:
+            return self._override_price(override, reference)
+        for prefix in _PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
+            found = self._entries.get(f"{prefix}{model}".lower())
+            # An unprefixed key is anyone's name: it is this provider's only when the table says so.
+            if found is not None and (prefix or found[0].get("litellm_provider") == provider):
+                price = _price_from_entry(*found)
+                if price is not None:
+                    return price
+        return None
+
+    def _full_names(self, short: str, providers: list[str]) -> list[str]:
+        """Models of the configured providers whose name ends in `/short` (the dashboard's short name)."""
+        suffix = "/" + short.lower()
+        keys = [*self._override_names, *(source.split(":", 1)[1] for _entry, source in self._entries.values())]
+        names: list[str] = []
+        for key in keys:
+            if not key.lower().endswith(suffix):
+                continue
+            for provider in providers:
+                for prefix in _PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
+                    if prefix and key.lower().startswith(prefix) and key[len(prefix) :] not in names:
+                        names.append(key[len(prefix) :])
+        return names

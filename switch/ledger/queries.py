@@ -13,16 +13,21 @@ TYPE_CHECKING = False  # the status line imports this module: keep `typing` off 
 if TYPE_CHECKING:
     from typing import Any
 
+# A call refused before any provider (400, 413: no provider recorded) has no served model: in a grouping by
+# what served it, its group is NULL, which the reports leave out and count apart (`refused_calls`).
+_SERVED = "CASE WHEN provider = '' THEN NULL ELSE {} END"
 GROUPS: dict[str, str] = {
     "day": "strftime('%Y-%m-%d', started_at, 'unixepoch', 'localtime')",
-    "model": "served_model",
+    "model": _SERVED.format("served_model"),
     "role": "role",
     "harness": "harness",
     "session": "COALESCE(session_id, '(none)')",
     "preset": "preset",
-    "provider": "provider",
-    "requested": "requested_model || ' → ' || served_model",
+    "provider": _SERVED.format("provider"),
+    "requested": _SERVED.format("requested_model || ' → ' || served_model"),
 }
+SERVED_GROUPS = frozenset({"model", "provider", "requested"})
+"""Groupings by what served a call: refused calls are not a group of these."""
 # The same groups over the quarter-hour rollups (session ids are stored there as '' for none). A local
 # day is a whole number of quarter hours in every zone (see migrations.BUCKET_SECONDS), so the local
 # date of a bucket's start is the date of every call in it.
@@ -49,7 +54,10 @@ def _in_range(column: str, low: float | None, high: float | None) -> tuple[list[
     return clauses, params
 
 
-def where_range(since: float | None, until: float | None, extra: dict[str, str] | None = None) -> tuple[str, list[Any]]:
+def where_clause(
+    since: float | None, until: float | None, extra: dict[str, str] | None = None
+) -> tuple[str, list[Any]]:
+    """`WHERE …` (or nothing) and its parameters for calls started in [since, until) matching `extra`."""
     clauses, params = _in_range("started_at", since, until)
     for column, value in (extra or {}).items():
         if column == "text":
@@ -71,17 +79,10 @@ def _medians(
     """
     import statistics
 
-    low, high = connection.execute(f"SELECT MIN(id), MAX(id) FROM calls {where}", params).fetchone()
-    if low is None:
+    sampled = sample(connection, where, params)
+    if sampled is None:
         return {}, {}
-    condition = where
-    sample_params = list(params)
-    if high - low + 1 > MEDIAN_SAMPLE:
-        step = (high - low + 1) / MEDIAN_SAMPLE
-        ids = sorted({low + int(index * step) for index in range(MEDIAN_SAMPLE)})
-        placeholders = ",".join("?" * len(ids))
-        condition = f"{where} AND id IN ({placeholders})" if where else f"WHERE id IN ({placeholders})"
-        sample_params += ids
+    condition, sample_params = sampled
     ttfts: dict[Any, list[float]] = {}
     rates: dict[Any, list[float]] = {}
     for group, ttft, tps in connection.execute(
@@ -92,6 +93,21 @@ def _medians(
         if tps is not None:
             rates.setdefault(group, []).append(tps)
     return {g: statistics.median(v) for g, v in ttfts.items()}, {g: statistics.median(v) for g, v in rates.items()}
+
+
+def sample(connection: sqlite3.Connection, where: str, params: list[Any]) -> tuple[str, list[Any]] | None:
+    """The condition for at most MEDIAN_SAMPLE of the calls `where` selects, picked evenly by id (ids follow
+    time), and its parameters; None when it selects no call."""
+    low, high = connection.execute(f"SELECT MIN(id), MAX(id) FROM calls {where}", params).fetchone()
+    if low is None:
+        return None
+    if high - low + 1 <= MEDIAN_SAMPLE:
+        return where, list(params)
+    step = (high - low + 1) / MEDIAN_SAMPLE
+    ids = sorted({low + int(index * step) for index in range(MEDIAN_SAMPLE)})
+    placeholders = ",".join("?" * len(ids))
+    condition = f"{where} AND id IN ({placeholders})" if where else f"WHERE id IN ({placeholders})"
+    return condition, [*params, *ids]
 
 
 def _merge(target: dict[Any, list[Any]], rows: Any) -> None:
@@ -140,7 +156,7 @@ def _aggregate(
     for low, high in edges:
         if low is not None and high is not None and low >= high:
             continue
-        edge_where, edge_params = where_range(low, high)
+        edge_where, edge_params = where_clause(low, high)
         _merge(
             merged,
             connection.execute(
@@ -161,14 +177,18 @@ def spend(
     """Spend, native estimate, savings, calls, errors, cache use and (unless `medians` is False) median
     TTFT and output speed, per group (or in total)."""
     group_sql = GROUPS[by] if by else "'all'"
-    where, params = where_range(since, until, filters)
+    where, params = where_clause(since, until, filters)
     if filters:
         sql = f"SELECT {group_sql}, {CALLS_SUMS_SQL} FROM calls {where} GROUP BY 1"
         merged: dict[Any, list[Any]] = {}
         _merge(merged, connection.execute(sql, params))
     else:
         merged = _aggregate(connection, by, since, until)
-    rows = [dict(zip(_SPEND_KEYS, (group, *values), strict=True)) for group, values in merged.items()]
+    rows = [
+        dict(zip(_SPEND_KEYS, (group, *values), strict=True))
+        for group, values in merged.items()
+        if group is not None or by not in SERVED_GROUPS
+    ]
     rows.sort(key=lambda row: (-(row["spend_micros"] or 0), -(row["calls"] or 0)))
     ttft, tps = _medians(connection, group_sql, where, params) if medians else ({}, {})
     for row in rows:
@@ -199,6 +219,12 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
 _SPEND_KEYS = ("grp", *ROLLUP_SUMS, "first_at", "last_at")
 
 
+def refused_calls(connection: sqlite3.Connection, since: float | None = None, until: float | None = None) -> int:
+    """Calls refused before any provider (no model, no cost) in the range: shown as their own count."""
+    refused = _aggregate(connection, "provider", since, until).get(None)
+    return int(refused[0] or 0) if refused else 0
+
+
 def calls(
     connection: sqlite3.Connection,
     limit: int = 50,
@@ -209,7 +235,7 @@ def calls(
     filters: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Calls newest first (keyset-paged by id, so deep pages stay fast on large ledgers)."""
-    where, params = where_range(since, until, filters)
+    where, params = where_clause(since, until, filters)
     if before_id is not None:
         where += (" AND " if where else "WHERE ") + "id < ?"
         params.append(before_id)
@@ -234,7 +260,7 @@ def iterate(
     connection: sqlite3.Connection, since: float | None = None, until: float | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every call in time order, streamed (for exports)."""
-    where, params = where_range(since, until)
+    where, params = where_clause(since, until)
     cursor = connection.execute(f"SELECT * FROM calls {where} ORDER BY id", params)
     names = [column[0] for column in cursor.description]
     for row in cursor:
@@ -253,6 +279,18 @@ _SESSION_KEYS = (
     "subagent_micros",
     "orchestrator_tokens",
     "subagent_tokens",
+    "orchestrator_calls",
+    "subagent_calls",
+    "orchestrator_unpriced",
+    "subagent_unpriced",
+)
+# Subagent figures are those of every call not on the main thread (subagents and background calls).
+_ROLE_SIDES = (("orchestrator", "role = 'orchestrator'"), ("subagent", "role != 'orchestrator'"))
+_ROLE_SUMS = ",\n".join(
+    [f"SUM(CASE WHEN {where} THEN cost_micros END)" for _side, where in _ROLE_SIDES]
+    + [f"SUM(CASE WHEN {where} THEN input_tokens + cache_read_tokens + output_tokens END)" for _s, where in _ROLE_SIDES]
+    + [f"SUM({where})" for _side, where in _ROLE_SIDES]
+    + [f"SUM({where} AND cost_micros IS NULL AND provider != '')" for _side, where in _ROLE_SIDES]
 )
 
 
@@ -264,21 +302,25 @@ def sessions(
     session_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per harness session (or just `session_id`), newest first: span, calls, orchestrator vs
-    subagent spend and tokens, and the same spend, native, savings and cache figures as `spend --by session`."""
-    where, params = where_range(since, until, {"session_id": session_id} if session_id else None)
+    subagent calls, spend (None only when unpriced), unpriced calls and tokens, and the same spend, native,
+    savings and cache figures as `spend --by session`."""
+    where, params = where_clause(since, until, {"session_id": session_id} if session_id else None)
     condition = f"{where} AND session_id IS NOT NULL" if where else "WHERE session_id IS NOT NULL"
     sql = f"""
         SELECT session_id, MIN(harness), MIN(started_at), MAX(started_at + duration_ms / 1000.0), {CALLS_SUMS_SQL},
-               SUM(CASE WHEN role = 'orchestrator' THEN cost_micros END),
-               SUM(CASE WHEN role != 'orchestrator' THEN cost_micros END),
-               SUM(CASE WHEN role = 'orchestrator' THEN input_tokens + cache_read_tokens + output_tokens END),
-               SUM(CASE WHEN role != 'orchestrator' THEN input_tokens + cache_read_tokens + output_tokens END)
+               {_ROLE_SUMS}
         FROM calls {condition} GROUP BY session_id ORDER BY MAX(started_at) DESC LIMIT ?
     """
     rows = [dict(zip(_SESSION_KEYS, row, strict=True)) for row in connection.execute(sql, [*params, limit])]
     for row in rows:
         _finish(row)
         row["total_input_tokens"] = row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
+        for side, _where in _ROLE_SIDES:
+            # A side with no calls spent nothing (its calls count says so); it is unpriced only when it has
+            # calls and none of those that reached a provider could be priced.
+            if row[f"{side}_micros"] is None and not row[f"{side}_unpriced"]:
+                row[f"{side}_micros"] = 0
+            row[f"{side}_tokens"] = row[f"{side}_tokens"] or 0
     return rows
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
+
+import orjson
 
 from switch.config import Settings
 from switch.errors import UpstreamError
@@ -28,6 +31,7 @@ from switch.proxy.failures import (
     transport_failure,
 )
 from switch.proxy.upstream import UpstreamPool
+from switch.routing.classify import forced_role
 from switch.routing.resolve import Target
 
 _HOP_BY_HOP = frozenset(
@@ -49,6 +53,10 @@ _FORWARDED_RESPONSE_HEADERS = frozenset(
     {"content-type", "request-id", "retry-after", "x-should-retry", "content-encoding", "x-request-id"}
 )
 
+# switch's own model names (`switch/auto`, `switch/<role>`): a harness wired to switch sends them, and no
+# native provider knows them.
+SWITCH_PREFIX = "switch/"
+
 
 class PassThroughPath:
     """Serves a call on the caller's own API at its native provider."""
@@ -56,6 +64,14 @@ class PassThroughPath:
     def __init__(self, settings: Settings, pool: UpstreamPool) -> None:
         self.settings = settings
         self.pool = pool
+
+    def _native_model(self, inbound_api: str, requested: Any) -> str | None:
+        """The real model to send instead of a `switch/...` name, which only switch understands; else None."""
+        if not isinstance(requested, str) or not (requested.startswith(SWITCH_PREFIX) or forced_role(requested)):
+            return None
+        # The native estimate is priced at the same model: what the harness would have used without switch.
+        pricing = self.settings.pricing
+        return pricing.baseline_anthropic if inbound_api == ANTHROPIC_INBOUND.name else pricing.baseline_openai
 
     async def serve(self, attempt: Attempt, target: Target, body: dict[str, Any]) -> Failure | None:
         """Forward one attempt; `body` is the client's, already parsed. A `Failure` lets the next target serve."""
@@ -72,6 +88,15 @@ class PassThroughPath:
         query = exchange.scope.get("query_string", b"").decode("latin-1")
         url = target.base_url + path + ("?" + query if query else "")
         sent = exchange.body
+        native_model = self._native_model(inbound.name, body.get("model"))
+        if native_model is not None:
+            try:
+                sent = orjson.dumps({**body, "model": native_model})
+            except orjson.JSONEncodeError:
+                pass  # nested deeper than the encoder goes: sent as it came, and the provider says what it thinks
+            else:
+                body = {**body, "model": native_model}
+                meter.target = target = replace(target, model=native_model)
         strip_usage = False
         if meter.streamed:
             metered = inbound.metered_body(body)

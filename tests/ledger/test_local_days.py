@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 from switch.cli import app
 from switch.config import Settings
-from switch.ledger import queries, timeseries
+from switch.ledger import queries
+from switch.ledger import series as ledger_series
 from switch.ledger.columns import COLUMNS
 from switch.ledger.migrations import migrate
 from switch.ledger.record import CallRecord
@@ -154,7 +155,7 @@ def test_the_dashboard_series_buckets_start_at_local_midnight(ledger: Path, zone
     connection = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
     try:
         with local_zone(zone):
-            series = timeseries.series(connection, None, None, bucket_seconds, "role")
+            series = ledger_series.series(connection, None, None, bucket_seconds, "role")
             expected: dict[tuple[int, str], int] = {}
             for started_at, role, cost in connection.execute("SELECT started_at, role, cost_micros FROM calls"):
                 moment = datetime.fromtimestamp(started_at)

@@ -121,7 +121,7 @@ def test_spend_from_rollup_matches_a_full_scan(tmp_path: Path) -> None:
     for since, until in cases:
         for by in (None, "model", "day", "session"):
             fast = {r["grp"]: [r[k] for k in keys] for r in queries.spend(connection, by, since, until)}
-            where, params = queries.where_range(since, until)
+            where, params = queries.where_clause(since, until)
             group = queries.GROUPS[by] if by else "'all'"
             slow_sql = f"SELECT {group}, {CALLS_SUMS_SQL} FROM calls {where} GROUP BY 1"
             slow: dict[object, list[object]] = {}

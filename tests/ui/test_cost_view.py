@@ -21,7 +21,8 @@ from switch.ui.screens.detail import CallDetail
 from switch.ui.screenshot import render_svg, save_svg
 from textual.widgets import DataTable, Static
 
-from switch.ledger import queries, timeseries
+from switch.ledger import queries
+from switch.ledger import series as ledger_series
 from switch.ledger.times import local_bucket_start
 from tests.ledger_seed import FROZEN_NOW, seed_ledger
 
@@ -156,14 +157,14 @@ def test_latency_series_is_the_median_per_bucket_and_model(ledger: Path) -> None
     since = queries.parse_time("7d", FROZEN_NOW)
     assert since is not None
     expected = hand_latency(ledger, since, BUCKETS["7d"])
-    got = timeseries.latency_series(sqlite3.connect(ledger), since, None, BUCKETS["7d"])
+    got = ledger_series.latency_series(sqlite3.connect(ledger), since, None, BUCKETS["7d"])
     assert {(b, m): (t, r) for b, m, _n, t, r in got} == pytest.approx(expected)
     assert [(b, m) for b, m, *_ in got] == sorted(expected)
 
 
 def test_latency_series_samples_a_large_range(ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(timeseries, "MEDIAN_SAMPLE", 30)
-    got = timeseries.latency_series(sqlite3.connect(ledger), None, None, 86400)
+    monkeypatch.setattr(queries, "MEDIAN_SAMPLE", 30)
+    got = ledger_series.latency_series(sqlite3.connect(ledger), None, None, 86400)
     assert 0 < sum(n for _b, _m, n, _t, _r in got) <= 30
 
 

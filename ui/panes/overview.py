@@ -97,6 +97,8 @@ class OverviewPane(LedgerPane):
             empty.update(f"No calls in this range ({label.lower()}). Press r to widen it.")
         unpriced = totals.get("unpriced") or 0
         note = f" · [b]{unpriced}[/b] unpriced calls (not counted as $0)" if unpriced else ""
+        if overview.refused:
+            note += f" · rejected: [b]{overview.refused}[/b] (before any provider, no cost)"
         self.query_one("#range", Static).update(f"[b]{label}[/b] (r: change range){note}")
         self._show_cards(totals, unpriced)
         size = self.app.size

@@ -79,8 +79,8 @@ class SessionsPane(LedgerPane):
                 time.strftime("%m-%d %H:%M", time.localtime(row["started_at"])),
                 fmt.ms(duration * 1000),
                 fmt.count(row["calls"]),
-                f"{fmt.money(row['orchestrator_micros'])} / {fmt.count(row['orchestrator_tokens'])} tok",
-                f"{fmt.money(row['subagent_micros'])} / {fmt.count(row['subagent_tokens'])} tok",
+                _side(row, "orchestrator"),
+                _side(row, "subagent"),
                 fmt.money(row["savings_micros"]),
                 fmt.pct(row["cache_hit_rate"]),
                 key=str(row["session_id"]),
@@ -92,3 +92,10 @@ class SessionsPane(LedgerPane):
     def _choose(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
             self.post_message(self.SessionChosen(event.row_key.value))
+
+
+def _side(row: dict[str, Any], side: str) -> str:
+    """One side's spend and tokens; `none` when it made no call, so a session without subagents is not unpriced."""
+    if not row[f"{side}_calls"]:
+        return "none"
+    return f"{fmt.money(row[f'{side}_micros'])} / {fmt.count(row[f'{side}_tokens'])} tok"

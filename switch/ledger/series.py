@@ -1,4 +1,4 @@
-"""Time series for the dashboard's charts: spend and latency per local time bucket (read-only SQL)."""
+"""Spend and latency over time, per local time bucket, for the dashboard's charts (read-only SQL)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 import sqlite3
 
 from switch.ledger.migrations import BUCKET_SECONDS
-from switch.ledger.queries import GROUPS, MEDIAN_SAMPLE, where_range
+from switch.ledger.queries import GROUPS, sample, where_clause
 from switch.ledger.times import local_bucket_start
 
 
@@ -27,7 +27,7 @@ def series(
     # bucket edge falls on a slot edge (zones are whole quarter hours from UTC), so each slot is
     # then placed in its local bucket here, one time zone lookup per slot.
     slot_seconds = math.gcd(bucket_seconds, BUCKET_SECONDS)
-    where, params = where_range(since, until)
+    where, params = where_clause(since, until)
     sql = f"""
         SELECT CAST(started_at / ? AS INTEGER) * ?, {GROUPS[by]}, SUM(COALESCE(cost_micros, 0))
         FROM calls {where} GROUP BY 1, 2
@@ -35,6 +35,8 @@ def series(
     totals: dict[tuple[int, str], int] = {}
     bucket_of_slot: dict[int, int] = {}
     for slot, group, micros in connection.execute(sql, [slot_seconds, slot_seconds, *params]):
+        if group is None:  # refused before any provider: no model, and nothing spent
+            continue
         bucket = bucket_of_slot.get(slot)
         if bucket is None:
             bucket = bucket_of_slot[slot] = local_bucket_start(slot, bucket_seconds)
@@ -49,24 +51,20 @@ def latency_series(
     """Median TTFT (ms) and median output tokens/s per local time bucket and served model:
     (bucket start, model, calls counted, TTFT, tokens/s), oldest first.
 
-    Like the medians of `spend`, exact up to MEDIAN_SAMPLE calls and above that computed over
+    Like the medians of `spend` (`queries.sample`), exact up to MEDIAN_SAMPLE calls and above that computed over
     MEDIAN_SAMPLE calls picked evenly by id across the range, so a million-row ledger answers at once.
     """
     import statistics
 
     if bucket_seconds <= 0 or 86400 % bucket_seconds:
         raise ValueError(f"a series bucket must divide a day, not {bucket_seconds} s")
-    where, params = where_range(since, until)
-    low, high = connection.execute(f"SELECT MIN(id), MAX(id) FROM calls {where}", params).fetchone()
-    if low is None:
+    where, params = where_clause(since, until)
+    # A call refused before any provider has no served model to time.
+    routed = f"{where} AND provider != ''" if where else "WHERE provider != ''"
+    sampled = sample(connection, routed, params)
+    if sampled is None:
         return []
-    condition, sample_params = where, list(params)
-    if high - low + 1 > MEDIAN_SAMPLE:
-        step = (high - low + 1) / MEDIAN_SAMPLE
-        ids = sorted({low + int(index * step) for index in range(MEDIAN_SAMPLE)})
-        placeholders = ",".join("?" * len(ids))
-        condition = f"{where} AND id IN ({placeholders})" if where else f"WHERE id IN ({placeholders})"
-        sample_params += ids
+    condition, sample_params = sampled
     slot_seconds = math.gcd(bucket_seconds, BUCKET_SECONDS)
     bucket_of_slot: dict[int, int] = {}
     samples: dict[tuple[int, str], tuple[list[float], list[float], list[int]]] = {}
