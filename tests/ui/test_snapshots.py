@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from switch.ui.app import make_app
+from switch.ui.screens.detail import CallDetail
+from textual.widgets import DataTable
 
 from tests.ledger_seed import FROZEN_NOW, seed_ledger
 
@@ -33,13 +35,24 @@ def test_screen_snapshot(
 ) -> None:
     app = make_app(snapshot_ledger, clock=lambda: FROZEN_NOW, poll=3600)
 
-    async def settle(pilot: Any) -> None:
-        for key in keys:
-            await pilot.press(key)
+    async def shown(pilot: Any) -> None:
+        # On a loaded machine a tab's first read can start after a fixed pause: wait until the focused table
+        # has its rows (or the call detail is up), then for every read in flight.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             await pilot.pause(0.05)
             await pilot.app.workers.wait_for_complete()
+            focused = pilot.app.focused
+            if isinstance(pilot.app.screen, CallDetail) or (isinstance(focused, DataTable) and focused.row_count):
+                break
         await pilot.pause(0.1)
         await pilot.app.workers.wait_for_complete()
         await pilot.pause(0.1)
+
+    async def settle(pilot: Any) -> None:
+        await shown(pilot)  # the dashboard is up before the first key
+        for key in keys:
+            await pilot.press(key)
+            await shown(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=settle)
