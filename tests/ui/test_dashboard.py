@@ -15,10 +15,10 @@ from switch.ui.panes.calls import CallsPane
 from switch.ui.panes.overview import EMPTY_HELP
 from switch.ui.screens.detail import CallDetail
 from textual.widgets import DataTable, Select, Static
-from textual.worker import WorkerCancelled
 
 from switch.routing.presets import active_name
 from tests.ledger_seed import FROZEN_NOW, seed_ledger, seeded_rows, write_rows
+from tests.ui.waiting import ready, settle
 
 ROWS = 300
 SPAN = 3 * 86400
@@ -44,19 +44,6 @@ def expected_spend(path: Path, since: float | None) -> int:
 
 def card(app: Any, name: str) -> str:
     return str(app.query_one(f"#card-{name}", Static).render())
-
-
-async def settle(app: Any, pilot: Any) -> None:
-    await pilot.pause(0.05)
-    # A fast poll can replace a loading worker with a newer one (exclusive groups): that one is cancelled, which
-    # is no failure; wait until the workers running now have finished.
-    while True:
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerCancelled:
-            continue
-        break
-    await pilot.pause(0.05)
 
 
 def column(table: DataTable[Any], index: int) -> list[str]:
@@ -104,6 +91,7 @@ async def test_time_ranges_change_totals_to_hand_computed_values(ledger: Path) -
 async def test_filters_and_detail_view(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(160, 48)) as pilot:
+        await ready(app, pilot)
         table = await open_table(app, pilot, "c", "calls-table")
         assert table.row_count == 200  # the first page
         app.query_one("#filter-harness", Select).value = "codex"
@@ -123,6 +111,7 @@ async def test_filters_and_detail_view(ledger: Path) -> None:
 async def test_paging_loads_older_calls(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
         table = await open_table(app, pilot, "c", "calls-table")
         table.focus()
         table.move_cursor(row=table.row_count - 1)
@@ -133,6 +122,7 @@ async def test_paging_loads_older_calls(ledger: Path) -> None:
 async def test_sessions_enter_filters_calls(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
         await pilot.press("r")  # 7 days
         sessions = await open_table(app, pilot, "s", "sessions-table")
         assert sessions.row_count == ROWS // 40 + 1
@@ -147,6 +137,7 @@ async def test_sessions_enter_filters_calls(ledger: Path) -> None:
 async def test_switching_preset_from_dashboard_writes_active_preset(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=60)
     async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
         table, names = await choose_preset(app, pilot, "kimi-k3")
         assert active_name() == "kimi-k3"
         assert table.get_row_at(names.index("kimi-k3"))[0] == "●"
@@ -162,6 +153,7 @@ async def test_empty_ledger_shows_how_to_start(isolated_home: Path) -> None:
 async def test_new_calls_written_by_another_process_appear(ledger: Path) -> None:
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=0.2)
     async with app.run_test(size=(120, 40)) as pilot:
+        await ready(app, pilot)
         table = await open_table(app, pilot, "c", "calls-table")
         before = table.row_count
         writer = (
@@ -310,6 +302,7 @@ async def test_choosing_a_broken_preset_leaves_the_active_one_like_switch_use(
     set_active("kimi-k3")
     app = make_app(ledger, clock=lambda: FROZEN_NOW, poll=3600)
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await ready(app, pilot)
         table, names = await choose_preset(app, pilot, "broken")
         assert active_name() == "kimi-k3"
         assert "Preset not changed" in await shown_eventually(app, pilot, "Preset not changed")

@@ -12,6 +12,7 @@ from switch.ui.screens.detail import CallDetail
 from textual.widgets import DataTable, Input, Select
 
 from tests.ledger_seed import FROZEN_NOW, seed_ledger
+from tests.ui.waiting import ready, settle
 
 
 @pytest.fixture
@@ -20,25 +21,6 @@ def ledger(isolated_home: Path) -> Path:
     path = isolated_home / "ledger.db"
     seed_ledger(path, 300, FROZEN_NOW, 3 * 86400)
     return path
-
-
-async def ready(app: Any, pilot: Any) -> None:
-    """Wait until the dashboard is up (the Overview's table shown and focused) before the first key."""
-    import time
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        await settle(app, pilot)
-        focused = app.focused
-        if focused is not None and focused.id == "by-model" and focused.row_count > 0:
-            return
-    raise AssertionError(f"the dashboard did not come up: focus on {app.focused!r}")
-
-
-async def settle(app: Any, pilot: Any) -> None:
-    await pilot.pause(0.05)
-    await app.workers.wait_for_complete()
-    await pilot.pause(0.05)
 
 
 def first_call_id(app: Any) -> int:
