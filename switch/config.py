@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from switch import locations
+from switch.budgets.rules import Budget, BudgetAction, check_budgets
 from switch.errors import ConfigError
 
 Api = Literal["openai-chat", "anthropic", "openai-responses"]
@@ -134,6 +135,8 @@ class Settings(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     """USD per million tokens by `provider/model`: input, cached_input, cache_write, output."""
     pricing: Pricing = Field(default_factory=Pricing)
+    budgets: list[Budget] = Field(default_factory=list)
+    """`[[budgets]]`: caps in USD per period with their actions (see `switch.budgets.rules`)."""
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
@@ -185,7 +188,9 @@ def _allowed_keys(table: tuple[int | str, ...]) -> list[str]:
     elif len(table) == 1:
         model = fixed.get(str(table[0]))
     elif len(table) == 2:
-        model = named.get(str(table[0]))
+        model = Budget if table[0] == "budgets" else named.get(str(table[0]))
+    elif len(table) == 4 and table[0] == "budgets" and table[2] == "actions":
+        model = BudgetAction
     return sorted(model.model_fields) if model is not None else []
 
 
@@ -252,6 +257,7 @@ def load_settings(path: Path | None = None) -> Settings:
         raise ConfigError(_describe(exc, path)) from exc
     # Checked here, not per call: a default no call can reach would otherwise fail every call the same way.
     _check_default_model(settings.defaults.model, providers, path)
+    check_budgets(settings.budgets, set(providers), settings.defaults.model, path)
     return settings
 
 

@@ -178,6 +178,17 @@ MIGRATIONS = (
         """,
     ),
 )
+MIGRATIONS = (
+    *MIGRATIONS,
+    (
+        8,
+        "which budget acted on a call, and how",
+        """
+        ALTER TABLE calls ADD COLUMN budget TEXT;
+        ALTER TABLE calls ADD COLUMN budget_action TEXT;
+        """,
+    ),
+)
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
