@@ -138,7 +138,11 @@ class BudgetBook:
     # ---- event loop ----------------------------------------------------------------------------
 
     def check(self, harness: str, role: str, session: str | None, model: str) -> Verdict | None:
-        """The budgets' verdict on a call about to be routed (None: no budget acts on it)."""
+        """The budgets' verdict on a call about to be routed (None: no budget acts on it).
+
+        Every threshold reached acts (an effort cap stays on past a preset's threshold); the
+        strongest action is the one recorded, and a block stops the call.
+        """
         now = time.time()
         strongest: tuple[int, _Tally, str, int] | None = None
         effort: str | None = None
@@ -160,7 +164,6 @@ class BudgetBook:
                     preset = step_preset
                 if strongest is None or SEVERITY[action] > strongest[0]:
                     strongest = (SEVERITY[action], tally, action, used)
-                break
         if strongest is None:
             return None
         _severity, tally, action, used = strongest
