@@ -98,8 +98,9 @@ def notices(report: list[dict[str, Any]]) -> list[str]:
         if entry["action"] is None:
             continue
         where = f" (session {entry['session']})" if entry["session"] else ""
+        spent, limit = entry["spent_micros"] / 1e6, entry["limit_micros"] / 1e6
         lines.append(
-            f"budget '{entry['name']}'{where}: ${entry['spent_micros'] / 1e6:.2f} of ${entry['limit_micros'] / 1e6:.2f} "
-            f"this {entry['period']} ({entry['used']:.0%}); action: {entry['action']}"
+            f"budget '{entry['name']}'{where}: ${spent:.2f} of ${limit:.2f} this {entry['period']} "
+            f"({entry['used']:.0%}); action: {entry['action']}"
         )
     return lines
