@@ -50,6 +50,8 @@ class BudgetProxy:
     recorder: Recorder
     upstream: FakeChatUpstream
     home: Path
+    earlier: int = 0
+    """Upstream requests made before this proxy started (by an earlier one)."""
 
     @property
     def url(self) -> str:
@@ -69,7 +71,7 @@ class BudgetProxy:
 
     def submitted(self) -> int:
         """Calls this proxy handed its recorder: one per upstream request, one per blocked call."""
-        return len(self.upstream.received) + int(self.proxy.extra.get("blocked", 0))
+        return len(self.upstream.received) - self.earlier + int(self.proxy.extra.get("blocked", 0))
 
 
 def seed_spend(home: Path, settings: Any, usd: float, harness: str = "claude-code", role: str = "subagent") -> None:
@@ -112,8 +114,11 @@ def budget_proxy(
     (presets / "cheap.toml").write_text(CHEAP_PRESET, encoding="utf-8")
     recorders: list[Recorder] = []
 
-    def start(budgets: str, seed_usd: float = 0.0, **seed: str) -> BudgetProxy:
-        text = CONFIG.format(url=url, price=PRICE, budgets=budgets)
+    def start(
+        budgets: str, seed_usd: float = 0.0, upstream: tuple[FakeChatUpstream, str] | None = None, **seed: str
+    ) -> BudgetProxy:
+        serving, base = upstream or (fake, url)
+        text = CONFIG.format(url=base, price=PRICE, budgets=budgets)
         write_config(isolated_home, text)
         if seed_usd:
             seed_spend(isolated_home, load_settings(), seed_usd, **seed)
@@ -122,7 +127,7 @@ def budget_proxy(
         recorders.append(recorder)
         proxy = start_proxy(text, sink=recorder, read_timeout=10.0)
         proxy.extra["blocked"] = 0
-        return BudgetProxy(proxy, recorder, fake, isolated_home)
+        return BudgetProxy(proxy, recorder, serving, isolated_home, len(serving.received))
 
     yield start
     for recorder in recorders:
