@@ -32,6 +32,31 @@ BREAKDOWNS = (
     ("by-mapping", "requested → served"),
 )
 RANGE_LABELS = dict(RANGES)
+BUDGET_BAR = 20
+
+
+def budget_bars(connection: sqlite3.Connection | None, now: float) -> list[str]:
+    """One bar per `[[budgets]]` entry: this period's spend against its limit (none when config.toml has none)."""
+    from switch.budgets.status import budget_report
+    from switch.config import load_settings
+    from switch.errors import ConfigError
+
+    try:
+        budgets = load_settings().budgets
+    except ConfigError:
+        return []  # the health pane says what is wrong with config.toml
+    lines = []
+    for entry in budget_report(budgets, connection, now):
+        used = entry["used"]
+        filled = min(BUDGET_BAR, round(used * BUDGET_BAR))
+        colour = "red" if entry["action"] == "block" else "yellow" if entry["action"] else "green"
+        action = f" · {entry['action']}" if entry["action"] else ""
+        lines.append(
+            f"Budget [b]{entry['name']}[/b] [{colour}]{'█' * filled}[/{colour}]{'░' * (BUDGET_BAR - filled)} "
+            f"{fmt.money(entry['spent_micros'])} of {fmt.money(entry['limit_micros'])} per {entry['period']}"
+            f" ({used:.0%}){action}"
+        )
+    return lines
 
 
 class OverviewPane(LedgerPane):
@@ -42,10 +67,11 @@ class OverviewPane(LedgerPane):
 
         bubble = False
 
-        def __init__(self, overview: Overview | None, range_key: str) -> None:
+        def __init__(self, overview: Overview | None, range_key: str, budgets: list[str] | None = None) -> None:
             super().__init__()
             self.overview = overview
             self.range_key = range_key
+            self.budgets = budgets or []
 
     def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
         super().__init__("Overview", ledger, clock, pane_id="overview")
@@ -54,6 +80,7 @@ class OverviewPane(LedgerPane):
         with VerticalScroll():
             yield Static(id="empty", classes="help")
             yield Static(id="range")
+            yield Static(id="budgets")
             with Horizontal(id="cards"):
                 for card in ("spend", "native", "saved", "calls", "speed"):
                     yield Static(id=f"card-{card}", classes="card")
@@ -77,13 +104,17 @@ class OverviewPane(LedgerPane):
         try:
             connection = self.ledger.get()
             overview = None if connection is None else load_overview(connection, range_key, self.clock())
+            budgets = budget_bars(connection, self.clock())
         except sqlite3.Error as exc:
             self.post_message(self.ReadFailed(str(exc)))
             return
-        self.post_message(self.Loaded(overview, range_key))
+        self.post_message(self.Loaded(overview, range_key, budgets))
 
     @on(Loaded)
     def _show(self, message: Loaded) -> None:
+        bars = self.query_one("#budgets", Static)
+        bars.display = bool(message.budgets)
+        bars.update("\n".join(message.budgets))
         empty = self.query_one("#empty", Static)
         if message.overview is None:
             empty.update(EMPTY_HELP)
