@@ -18,6 +18,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -104,8 +105,11 @@ def _usd(micros: int) -> str:
 class BudgetBook:
     """Budgets of one config: checks on the event loop, spend from the writer thread."""
 
-    def __init__(self, budgets: list[Budget], config_path: str = "config.toml", now: float | None = None) -> None:
-        now = time.time() if now is None else now
+    def __init__(
+        self, budgets: list[Budget], config_path: str = "config.toml", clock: Callable[[], float] = time.time
+    ) -> None:
+        self.clock = clock
+        now = clock()
         self.tallies = [_tally(budget, now) for budget in budgets]
         self.config_path = config_path
         self.prices: dict[str, tuple[float, float]] = {}
@@ -122,7 +126,7 @@ class BudgetBook:
         """Start from the ledger: this period's spend per budget, and recent prices for estimates."""
         if connection is None:
             return
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         for tally in self.tallies:
             start, end = period_bounds(tally.budget.period, now)
             spent, sessions = period_spend(connection, tally.budget, start, end)
@@ -143,7 +147,7 @@ class BudgetBook:
         Every threshold reached acts (an effort cap stays on past a preset's threshold); the
         strongest action is the one recorded, and a block stops the call.
         """
-        now = time.time()
+        now = self.clock()
         strongest: tuple[int, _Tally, str, int] | None = None
         effort: str | None = None
         preset: str | None = None
