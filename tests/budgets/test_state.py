@@ -113,3 +113,39 @@ def test_parallel_calls_overshoot_a_cap_by_at_most_the_documented_bound(
     assert total <= limit + max(estimates) + beyond, (total, estimates, beyond)
     assert total > limit  # the cap was crossed, by parallel calls, not avoided
     assert outcomes.count("served") == len(served) and 0 < len(served) < calls
+
+
+def test_raising_the_limit_in_config_toml_unblocks_the_running_proxy(
+    fake_chat: tuple[FakeChatUpstream, str], isolated_home: Path
+) -> None:
+    from switch.config import load_settings
+    from tests.budgets.conftest import CONFIG, seed_spend
+    from tests.conftest import FAKE_BASETEN_KEY
+    from tests.servers import free_port, serve_process
+
+    _fake, url = fake_chat
+    port = free_port()
+    config = isolated_home / "config.toml"
+
+    def configure(limit: float) -> None:
+        text = CONFIG.format(url=url, price=PRICE, budgets=CAP.format(limit=limit))
+        config.write_text(f"[server]\nport = {port}\n" + text, encoding="utf-8")
+
+    configure(1.0)
+    seed_spend(isolated_home, load_settings(), 1.5)
+    ask = {"model": "claude-opus-5-5", "max_tokens": 20, "messages": [{"role": "user", "content": "hi"}]}
+    client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="sk-ant-fake", max_retries=0)
+    with serve_process(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY}):
+        with pytest.raises(anthropic.PermissionDeniedError) as caught:
+            client.messages.create(**ask)  # type: ignore[call-overload]
+        assert "$1.50 of $1.00" in caught.value.message
+        configure(5.0)  # what the block message tells the user to do
+
+        def served() -> bool:
+            try:
+                client.messages.create(**ask)  # type: ignore[call-overload]
+            except anthropic.PermissionDeniedError:
+                return False
+            return True
+
+        wait_until(served, what="the running proxy to apply the raised limit")
