@@ -88,6 +88,8 @@ class Server(BaseModel):
     access_token: str | None = None
     shutdown_grace: int = Field(default=5, ge=0)
     """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""
+    metrics: bool = True
+    """Serve Prometheus metrics at `GET /metrics` (behind the same guard as every endpoint)."""
 
 
 class Routing(BaseModel):

@@ -266,15 +266,22 @@ def create_app(
         if gate is not None:
             gate.book.observe(record, row)
 
-    from switch.proxy.metrics import Metrics
-
-    metrics = Metrics(ledger_health, budget_report)
     observers = getattr(sink, "observers", None)
     if isinstance(observers, list):
-        observers.extend((observe_budgets, metrics.observe))
+        observers.append(observe_budgets)
+    metrics_routes: list[Route] = []
+    if settings.server.metrics:
+        # Imported here, not at the top: only a serving proxy with metrics on loads prometheus_client.
+        from switch.proxy.metrics import Metrics
 
-    async def metrics_endpoint(_request: Request) -> Response:
-        return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+        metrics = Metrics(ledger_health, budget_report)
+        if isinstance(observers, list):
+            observers.append(metrics.observe)
+
+        async def metrics_endpoint(_request: Request) -> Response:
+            return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+        metrics_routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
 
     # Who this proxy is, so a command run from another SWITCH_HOME never mistakes it for its own.
     identity = {"home": str(locations.home().resolve()), "pid": os.getpid(), "version": __version__}
@@ -351,7 +358,7 @@ def create_app(
     routes = [
         Route("/v1/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *metrics_routes,
         Route("/", _ok, methods=["GET", "HEAD"]),
         Route("/api/hello", _ok, methods=["GET", "HEAD"]),
     ]
