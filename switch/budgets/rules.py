@@ -116,9 +116,6 @@ class Budget(BaseModel):
 
 def check_budgets(budgets: list[Budget], providers: set[str], default_model: str, path: Path) -> None:
     """Refuse budgets naming an unknown provider or preset, or sharing a name (ConfigError naming the key)."""
-    from switch.errors import PresetError
-    from switch.routing.presets import load_preset, preset_files
-
     seen: set[str] = set()
     for number, budget in enumerate(budgets):
         where = f"budgets.{number}"
@@ -140,6 +137,9 @@ def check_budgets(budgets: list[Budget], providers: set[str], default_model: str
             if action.preset is None:
                 continue
             key = f"{where}.actions.{index}.preset"
+            from switch.errors import PresetError
+            from switch.routing.presets import load_preset, preset_files
+
             if action.preset not in preset_files():
                 known = ", ".join(sorted(preset_files())) or "none"
                 raise ConfigError(f"{path}: key '{key}': no preset named '{action.preset}' (available: {known})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from switch.budgets.book import BudgetBook, Verdict, cap_effort
@@ -28,6 +28,8 @@ class BudgetGate:
     book: BudgetBook
     presets: dict[str, Preset]
     settings: Settings
+    by_model: bool = False
+    _providers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, settings: Settings, config_path: Path | str, ledger: Path | None) -> BudgetGate | None:
@@ -57,19 +59,24 @@ class BudgetGate:
                         )
                     except PresetError as exc:
                         log.error("budget '%s' cannot route through its preset: %s", budget.label, exc.message)
-        return cls(book, presets, settings)
+        by_model = any(budget.scope.startswith("model:") for budget in settings.budgets)
+        return cls(book, presets, settings, by_model)
 
     def model_key(self, reference: str, inbound_api: str, requested: str) -> str:
         """`provider/model` as the ledger will record it for a call routed to `reference`."""
-        try:
-            target = resolve_target(self.settings, reference, inbound_api)  # type: ignore[arg-type]
-        except RoutingError:
-            return ""
-        return f"{target.provider}/{target.model or requested}"
+        provider = self._providers.get((reference, inbound_api))
+        if provider is None:
+            try:
+                target = resolve_target(self.settings, reference, inbound_api)  # type: ignore[arg-type]
+            except RoutingError:
+                return ""
+            provider = self._providers[(reference, inbound_api)] = (target.provider, target.model)
+        return f"{provider[0]}/{provider[1] or requested}"
 
     def verdict(self, info: CallInfo, chain: tuple[str, ...], inbound_api: str, requested: str) -> Verdict | None:
         """What the budgets do to this call, judged on the first target of its route."""
-        model = self.model_key(chain[0], inbound_api, requested) if chain else ""
+        # Without a model: budget, no call needs its target's name before routing.
+        model = self.model_key(chain[0], inbound_api, requested) if chain and self.by_model else ""
         return self.book.check(info.harness, info.role, info.session_id, model)
 
     def rerouted(self, verdict: Verdict, info: CallInfo) -> tuple[str, ...] | None:

@@ -107,3 +107,18 @@ def test_chat_completions_block_names_the_budget_in_the_chat_error_body(
     error = response.json()["error"]
     assert "switch budget 'total/month'" in error["message"] and "$1.00 of $1.00" in error["message"]
     assert running.rows()[-1]["budget_action"] == "block"
+
+
+@pytest.mark.parametrize(("model", "blocked"), [("baseten/moonshotai/Kimi-K3", True), ("baseten/cheap-model", False)])
+def test_a_model_budget_acts_on_calls_routed_to_that_model(
+    budget_proxy: Callable[..., BudgetProxy], model: str, blocked: bool
+) -> None:
+    budgets = f'[[budgets]]\nscope = "model:{model}"\nperiod = "month"\nlimit_usd = 1.0\n'
+    running = budget_proxy(budgets, seed_usd=1.5)
+    if blocked:
+        with pytest.raises(anthropic.PermissionDeniedError):
+            claude_code_call(running.url)
+        running.proxy.extra["blocked"] = 1
+    else:
+        assert claude_code_call(running.url) == "Hello from the fake upstream."
+    assert running.rows()[-1]["budget_action"] == ("block" if blocked else None)

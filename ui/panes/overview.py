@@ -35,16 +35,31 @@ RANGE_LABELS = dict(RANGES)
 BUDGET_BAR = 20
 
 
+_budgets_seen: tuple[Any, list[Any]] = (None, [])
+
+
+def _configured_budgets() -> list[Any]:
+    """config.toml's budgets, read again only when the file changed (the overview reloads often)."""
+    global _budgets_seen
+    from switch import locations
+    from switch.config import file_signature, load_settings
+    from switch.errors import ConfigError
+
+    signature = file_signature(locations.config_file())
+    if signature is None or signature != _budgets_seen[0]:
+        try:
+            budgets: list[Any] = load_settings().budgets if signature is not None else []
+        except ConfigError:
+            budgets = []  # the health pane says what is wrong with config.toml
+        _budgets_seen = (signature, budgets)
+    return _budgets_seen[1]
+
+
 def budget_bars(connection: sqlite3.Connection | None, now: float) -> list[str]:
     """One bar per `[[budgets]]` entry: this period's spend against its limit (none when config.toml has none)."""
     from switch.budgets.status import budget_report
-    from switch.config import load_settings
-    from switch.errors import ConfigError
 
-    try:
-        budgets = load_settings().budgets
-    except ConfigError:
-        return []  # the health pane says what is wrong with config.toml
+    budgets = _configured_budgets()
     lines = []
     for entry in budget_report(budgets, connection, now):
         used = entry["used"]
