@@ -74,7 +74,14 @@ class BudgetProxy:
         return len(self.upstream.received) - self.earlier + int(self.proxy.extra.get("blocked", 0))
 
 
-def seed_spend(home: Path, settings: Any, usd: float, harness: str = "claude-code", role: str = "subagent") -> None:
+def seed_spend(
+    home: Path,
+    settings: Any,
+    usd: float,
+    harness: str = "claude-code",
+    role: str = "subagent",
+    session_id: str | None = None,
+) -> None:
     """Put `usd` of spend this month in the ledger, as calls a proxy recorded earlier."""
     recorder = Recorder(pricer_for(settings), database=home / "ledger.db")
     recorder.start()
@@ -94,6 +101,7 @@ def seed_spend(home: Path, settings: Any, usd: float, harness: str = "claude-cod
             http_status=200,
             input_tokens=round(usd * TOKENS_PER_USD),
             usage_reported=True,
+            session_id=session_id,
         )
     )
     recorder.close()

@@ -122,3 +122,22 @@ def test_a_model_budget_acts_on_calls_routed_to_that_model(
     else:
         assert claude_code_call(running.url) == "Hello from the fake upstream."
     assert running.rows()[-1]["budget_action"] == ("block" if blocked else None)
+
+
+def test_a_session_budget_caps_each_session_on_its_own(budget_proxy: Callable[..., BudgetProxy]) -> None:
+    budgets = '[[budgets]]\nscope = "session"\nperiod = "month"\nlimit_usd = 1.0\n'
+    spent_session = "ce03c1ea-a4d1-4c5e-be14-5cdb7fb58fb3"  # the session of the subagent capture
+    running = budget_proxy(budgets, seed_usd=1.5, session_id=spent_session)
+    with pytest.raises(anthropic.PermissionDeniedError) as caught:
+        claude_code_call(running.url)
+    running.proxy.extra["blocked"] = 1
+    assert "switch budget 'session/month'" in caught.value.message and "$1.50 of $1.00" in caught.value.message
+    # Another session of the same harness has spent nothing: served.
+    assert (
+        claude_code_call(running.url, "claude_code_plain/01_POST_v1_messages.json") == "Hello from the fake upstream."
+    )
+    rows = running.rows()
+    assert [(row["session_id"], row["budget_action"]) for row in rows[1:]] == [
+        (spent_session, "block"),
+        ("b92b615c-8b6c-43de-9583-f9649bf7ba82", None),
+    ]
