@@ -79,10 +79,9 @@ class BudgetGate:
         model = self.model_key(chain[0], inbound_api, requested) if chain and self.by_model else ""
         return self.book.check(info.harness, info.role, info.session_id, model)
 
-    def rerouted(self, verdict: Verdict, info: CallInfo) -> tuple[str, ...] | None:
-        """The route through the verdict's preset, if it has one that loaded."""
-        preset = self.presets.get(verdict.preset) if verdict.preset else None
-        return preset.chain(info.harness, info.role, info.family) if preset is not None else None
+    def rerouted(self, verdict: Verdict) -> Preset | None:
+        """The preset the verdict routes through, if it names one that loaded."""
+        return self.presets.get(verdict.preset) if verdict.preset else None
 
     def hold(self, info: CallInfo, target: Target, request: Request, request_bytes: int) -> int:
         """Hold this attempt's estimated cost against its budgets until its record is priced."""

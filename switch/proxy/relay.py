@@ -188,7 +188,12 @@ class Relay:
                     await send_error(exchange, inbound, BLOCK_STATUS, verdict.message, request_id)
                     meter.finish("rejected", verdict.message)
                     return
-                chain = gate.rerouted(verdict, info) or chain
+                rerouted = gate.rerouted(verdict)
+                if rerouted is not None:
+                    # The budget's preset routes this call, with its target options, and is what the ledger shows.
+                    preset = rerouted
+                    meter.preset = preset.name
+                    chain = preset.chain(info.harness, info.role, info.family)
                 effort = verdict.effort
         fallback_on = self.settings.routing.fallback_on
         trigger: str | None = None

@@ -51,6 +51,7 @@ def test_claude_code_subagent_meets_each_action_at_its_threshold(
     assert (call["role"], call["budget_action"]) == ("subagent", action)
     assert call["budget"] == ("subagents" if action else None)
     assert call["outcome"] == ("rejected" if action == "block" else "completed")
+    assert call["preset"] == ("cheap" if action == "preset" else "defaults")
 
 
 def test_a_budget_on_another_role_leaves_the_call_alone(budget_proxy: Callable[..., BudgetProxy]) -> None:
