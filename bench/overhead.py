@@ -9,6 +9,12 @@ already-translated body, then the same call through the proxy, interleaved, and 
 the proxy adds.
 
     python bench/overhead.py [--requests 400] [--concurrency 16]
+    python bench/overhead.py --budgets [--requests 400]
+
+`--budgets` runs two proxies side by side instead: one without budgets and with `/metrics` off, one
+with three budgets (one of them acting on every call) and metrics on, and times the same calls
+through both, each right after a direct call to its own upstream, to show what budgets and metrics
+add. Neither proxy is pinned there: pinning two proxies to one core favours whichever started last.
 """
 
 from __future__ import annotations
@@ -126,6 +132,66 @@ async def paired(
     return summary
 
 
+METRICS_OFF = "[server]\nmetrics = false\n"
+BUDGETS_ON = """
+[[budgets]]
+scope = "total"
+period = "day"
+limit_usd = 1000000.0
+[[budgets]]
+scope = "role:orchestrator"
+period = "week"
+limit_usd = 1000000.0
+[[budgets]]
+scope = "model:baseten/moonshotai/Kimi-K3"
+period = "month"
+limit_usd = 0.000001
+actions = [{ at = 0.5, do = "warn" }]
+"""
+
+
+async def budgets_on_off(args: argparse.Namespace) -> dict[str, Any]:
+    """Budgets and metrics on versus off, in the same run: direct, off and on calls interleaved."""
+    results: dict[str, Any] = {}
+    root = Path(tempfile.mkdtemp(prefix="switch-bench-"))
+    with (
+        serving(root / "off", extra_config=METRICS_OFF, pin=False) as off,
+        serving(root / "on", extra_config=BUDGETS_ON, pin=False) as on,
+    ):
+        for name, build, to_ir, path, marker in WORKLOADS:
+            for stream in (False, True):
+                inbound_body = orjson.dumps(build(stream=stream))
+                chat_body = orjson.dumps(request_from_ir(to_ir(build(stream=stream)), KIMI))
+                # Each proxy has its own upstream, timed directly just before it: both pairs see the same state.
+                pairs = {
+                    "off": (Connection(off.upstream_port), Connection(off.proxy_port)),
+                    "on": (Connection(on.upstream_port), Connection(on.proxy_port)),
+                }
+                timings: dict[str, list[float]] = {"direct off": [], "off": [], "direct on": [], "on": []}
+                for number in range(30 + args.requests):
+                    order = ("off", "on") if number % 2 else ("on", "off")  # neither always goes first
+                    for key in order:
+                        upstream, proxy = pairs[key]
+                        direct_result = await upstream.request("/v1/chat/completions", chat_body, b'"content":"tok')
+                        proxied = await proxy.request(path, inbound_body, marker)
+                        if number >= 30:  # the first ones warm connections and caches
+                            timings[f"direct {key}"].append(direct_result.total_ms)
+                            timings[key].append(proxied.total_ms)
+                p50 = {key: statistics.median(values) for key, values in timings.items()}
+                label = f"{name}, {'stream 100 chunks' if stream else 'no stream'}"
+                added_off, added_on = p50["off"] - p50["direct off"], p50["on"] - p50["direct on"]
+                results[label] = {
+                    "added_p50_ms_off": added_off,
+                    "added_p50_ms_on": added_on,
+                    "budgets_metrics_p50_ms": added_on - added_off,
+                }
+                print(
+                    f"{label:34s} added p50: budgets+metrics off {added_off:+6.3f} ms"
+                    f" | on {added_on:+6.3f} ms | on - off {added_on - added_off:+6.3f} ms"
+                )
+    return results
+
+
 async def throughput(port: int, path: str, body: bytes, marker: bytes, concurrency: int, seconds: float) -> float:
     deadline = time.perf_counter() + seconds
     done = 0
@@ -172,10 +238,12 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--budgets", action="store_true", help="Budgets and metrics on versus off instead.")
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(main(parser.parse_args()))
+    arguments = parser.parse_args()
+    asyncio.run(budgets_on_off(arguments) if arguments.budgets else main(arguments))

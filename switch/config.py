@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from switch import locations
+from switch.budgets.rules import Budget, BudgetAction, check_budgets
 from switch.errors import ConfigError
 
 Api = Literal["openai-chat", "anthropic", "openai-responses"]
@@ -87,6 +88,8 @@ class Server(BaseModel):
     access_token: str | None = None
     shutdown_grace: int = Field(default=5, ge=0)
     """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""
+    metrics: bool = True
+    """Serve Prometheus metrics at `GET /metrics` (behind the same guard as every endpoint)."""
 
 
 class Routing(BaseModel):
@@ -134,6 +137,8 @@ class Settings(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     """USD per million tokens by `provider/model`: input, cached_input, cache_write, output."""
     pricing: Pricing = Field(default_factory=Pricing)
+    budgets: list[Budget] = Field(default_factory=list)
+    """`[[budgets]]`: caps in USD per period with their actions (see `switch.budgets.rules`)."""
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
@@ -185,7 +190,9 @@ def _allowed_keys(table: tuple[int | str, ...]) -> list[str]:
     elif len(table) == 1:
         model = fixed.get(str(table[0]))
     elif len(table) == 2:
-        model = named.get(str(table[0]))
+        model = Budget if table[0] == "budgets" else named.get(str(table[0]))
+    elif len(table) == 4 and table[0] == "budgets" and table[2] == "actions":
+        model = BudgetAction
     return sorted(model.model_fields) if model is not None else []
 
 
@@ -240,6 +247,7 @@ def load_settings(path: Path | None = None, *, check_default: bool = True) -> Se
     # Checked here, not per call: a default no call can reach would otherwise fail every call the same way.
     if check_default:
         check_references(settings, path)
+    check_budgets(settings.budgets, set(providers), settings.defaults.model, path)
     return settings
 
 

@@ -108,6 +108,8 @@ def seeded_rows(
             "request_bytes": 50_000,
             "response_bytes": 4_000,
             "error": "upstream baseten returned 500: down" if outcome != "completed" else None,
+            "budget": None,
+            "budget_action": None,
         }
         rows.append(tuple(values[column] for column in COLUMNS))
     return rows

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from switch.config import Settings
 
 from switch.checks.base import Check, PresetStatus, ProxyState, check
+from switch.checks.budgets import budget_checks
 from switch.checks.presets import (
     forced_role_checks,
     other_preset_checks,
@@ -258,6 +259,7 @@ def diagnose(probe: bool = False) -> list[Check]:
     if state.health is not None and isinstance(state.health.get("ledger"), dict):
         results.append(check("ledger", *ledger_summary(state.health["ledger"])))
     results.extend(wiring_checks(state))
+    results.extend(budget_checks(settings, state.health))
     if preset is not None:
         results.extend(forced_role_checks(preset))
     for variable in ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"):

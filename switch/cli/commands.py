@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from switch.cli import dash, demo, doctor, harness, keys, ledger, presets, serve
+from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve
 
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
@@ -88,6 +88,7 @@ harness.register(app)
 keys.register(app)
 doctor.register(app)
 demo.register(app)
+budgets.register(app)
 
 
 @app.command()

@@ -199,6 +199,12 @@ def register(app: typer.Typer) -> None:
 
                 ok, line, fix = ledger_summary(ledger)
                 typer.echo(f"ledger: {line}" if ok else f"warning: ledger: {line}\n  fix: {fix}")
+            budgets = (result.get("health") or {}).get("budgets")
+            if isinstance(budgets, list):
+                from switch.budgets.status import notices
+
+                for notice in notices(budgets):
+                    typer.echo(f"warning: {notice}")
         elif result.get("stale"):
             typer.echo(f"not running (stale record: {result['reason']}; `switch up` cleans it up)")
         elif result.get("unresponsive"):

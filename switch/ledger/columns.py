@@ -43,6 +43,8 @@ COLUMNS: tuple[str, ...] = (
     "request_bytes",
     "response_bytes",
     "error",
+    "budget",
+    "budget_action",
 )
 """Every column the writer fills, in the class's order (the database assigns the id)."""
 COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
@@ -132,6 +134,8 @@ COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "request_bytes": ((int,), True),
     "response_bytes": ((int,), True),
     "error": ((str,), False),
+    "budget": ((str,), False),
+    "budget_action": ((str,), False),
 }
 """What each column accepts and whether it is required: checks rows read back from outside."""
 INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"

@@ -187,6 +187,17 @@ MIGRATIONS = (
         "UPDATE calls SET output_tps = NULL WHERE streamed = 0 AND output_tps IS NOT NULL",
     ),
 )
+MIGRATIONS = (
+    *MIGRATIONS,
+    (
+        8,
+        "which budget acted on a call, and how",
+        """
+        ALTER TABLE calls ADD COLUMN budget TEXT;
+        ALTER TABLE calls ADD COLUMN budget_action TEXT;
+        """,
+    ),
+)
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"

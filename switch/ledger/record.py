@@ -51,6 +51,10 @@ class CallRecord:
     request_bytes: int = 0
     response_bytes: int = 0
     error: str | None = None
+    budget: str | None = None
+    budget_action: str | None = None
+    # The in-flight estimate this attempt held against its budgets (0: none), released once it is priced.
+    budget_hold: int = 0
 
 
 WRITER_COLUMNS = frozenset(
@@ -71,8 +75,9 @@ WRITER_COLUMNS = frozenset(
 `CallRecord` carries exactly the others (a test holds it to the table's definition)."""
 
 
-RECORD_ONLY_FIELDS = frozenset({"output_ms"})
-"""Record fields the writer consumes to compute a column (`output_ms` → `output_tps`) and does not store."""
+RECORD_ONLY_FIELDS = frozenset({"output_ms", "budget_hold"})
+"""Record fields the writer consumes (`output_ms` → `output_tps`; `budget_hold` releases a budget hold) and does
+not store."""
 
 
 class RecordSink(Protocol):

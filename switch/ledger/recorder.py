@@ -84,6 +84,8 @@ class Recorder:
         self.restarts = 0
         self.written = 0
         self.spilled = 0
+        self.observers: list[Callable[[CallRecord, dict[str, Any]], None]] = []
+        """Called on the writer thread with each record and its priced row (budgets, metrics): off the request path."""
 
     def start(self) -> None:
         """Start the writer thread (which first replays any spill file)."""
@@ -245,7 +247,7 @@ class Recorder:
         while self._overflow:
             self._taken.append(self._overflow.popleft())
         if self._taken:
-            rows = [self._price(record) for record in self._taken]
+            rows = [self._observed(record, self._price(record)) for record in self._taken]
             self._unsaved.extend(rows)
             self._taken.clear()
         if self._unsaved:
@@ -260,6 +262,14 @@ class Recorder:
         except Exception as exc:
             self._failed("pricing", exc, "the call is recorded unpriced")
             return unpriced_row(record)
+
+    def _observed(self, record: CallRecord, row: dict[str, Any]) -> dict[str, Any]:
+        for observer in self.observers:
+            try:
+                observer(record, row)
+            except Exception as exc:  # budgets and metrics are best effort: the row is written all the same
+                self._failed("observer", exc, "budgets or metrics may miss this call")
+        return row
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -352,5 +362,6 @@ class Recorder:
 
     def _row_from_spill(self, line: bytes) -> dict[str, Any] | None:
         item = decode_line(line)
-        row = self._price(item) if isinstance(item, CallRecord) else item
+        # A record spilled before pricing is priced (and counted by the observers) here, for the first time.
+        row = self._observed(item, self._price(item)) if isinstance(item, CallRecord) else item
         return row if row is not None and storable(row) else None

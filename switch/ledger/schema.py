@@ -90,6 +90,8 @@ class Call(SQLModel, table=True):
     request_bytes: int = _integer(0)
     response_bytes: int = _integer(0)
     error: str | None = _text(nullable=True)
+    budget: str | None = _text(nullable=True)
+    budget_action: str | None = _text(nullable=True)
 
 
 CALLS: sa.Table = Call.__table__  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
 from switch.protocols.ir import RequestFormatError
 from switch.protocols.tokens import estimate_input_tokens
+from switch.proxy.budget_gate import BudgetGate
 from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
 from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay
@@ -127,6 +128,9 @@ class ConfigFollower:
             self.presets.reconfigure(set(settings.providers), settings.defaults.model)
         if settings.prices != running.prices or settings.pricing != running.pricing:
             self._reprice(settings)
+        if settings.budgets != running.budgets or set(settings.providers) != set(running.providers):
+            # Rebuilt from the ledger: spend so far this period carries over to the edited budgets.
+            self.relay.budgets = BudgetGate.build(settings, self.path, getattr(self.sink, "database", None))
         self.running = loaded
         self.loaded_at = time.time()
         self.restart_needed = sorted(
@@ -186,6 +190,8 @@ def create_app(
     presets = PresetManager(set(settings.providers), settings.defaults.model)
     relay = Relay(settings, pool, sink, presets)
     follower = ConfigFollower(config, relay, presets, sink) if config is not None else None
+    config_path = config.path if config is not None else locations.config_file()
+    relay.budgets = BudgetGate.build(settings, config_path, getattr(sink, "database", None))
     started = time.time()
 
     async def count_tokens(exchange: Exchange) -> None:
@@ -250,6 +256,33 @@ def create_app(
         return Response(orjson.dumps(payload), media_type="application/json")
 
     ledger_health = getattr(sink, "health", None)
+
+    def budget_report() -> list[dict[str, Any]]:
+        gate = relay.budgets
+        return gate.book.report() if gate is not None else []
+
+    def observe_budgets(record: Any, row: dict[str, Any]) -> None:
+        gate = relay.budgets  # read once: a config reload may swap it meanwhile
+        if gate is not None:
+            gate.book.observe(record, row)
+
+    observers = getattr(sink, "observers", None)
+    if isinstance(observers, list):
+        observers.append(observe_budgets)
+    metrics_routes: list[Route] = []
+    if settings.server.metrics:
+        # Imported here, not at the top: only a serving proxy with metrics on loads prometheus_client.
+        from switch.proxy.metrics import Metrics
+
+        metrics = Metrics(ledger_health, budget_report)
+        if isinstance(observers, list):
+            observers.append(metrics.observe)
+
+        async def metrics_endpoint(_request: Request) -> Response:
+            return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+        metrics_routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
+
     # Who this proxy is, so a command run from another SWITCH_HOME never mistakes it for its own.
     identity = {"home": str(locations.home().resolve()), "pid": os.getpid(), "version": __version__}
 
@@ -263,6 +296,8 @@ def create_app(
             payload["ledger"] = ledger = ledger_health()
             if not ledger.get("ok", True):
                 payload["status"] = "degraded"
+        if relay.budgets is not None:
+            payload["budgets"] = budget_report()
         return Response(orjson.dumps(payload), media_type="application/json")
 
     async def watch_files() -> None:
@@ -323,6 +358,7 @@ def create_app(
     routes = [
         Route("/v1/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        *metrics_routes,
         Route("/", _ok, methods=["GET", "HEAD"]),
         Route("/api/hello", _ok, methods=["GET", "HEAD"]),
     ]

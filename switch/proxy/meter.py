@@ -41,6 +41,9 @@ class Meter:
     harness: str = "other"
     role: str = "orchestrator"
     preset: str = "default"
+    budget: str | None = None
+    budget_action: str | None = None
+    budget_hold: int = 0
     recorded: bool = False
 
     def estimate_usage(self, output_chars: int = 0) -> None:
@@ -93,5 +96,8 @@ class Meter:
             request_bytes=len(exchange.body),
             response_bytes=exchange.response_bytes,
             error=error_text[:ERROR_TEXT_LIMIT] if error_text else None,
+            budget=self.budget,
+            budget_action=self.budget_action,
+            budget_hold=self.budget_hold,
         )
         self.sink.submit(record)

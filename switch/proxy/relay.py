@@ -26,6 +26,7 @@ from switch.proxy.adapters import (
     UPSTREAMS,
     InboundApi,
 )
+from switch.proxy.budget_gate import BLOCK_STATUS, BudgetGate, capped
 from switch.proxy.exchange import Exchange, new_id, parse_json_body
 from switch.proxy.failures import (
     CLIENT_LEFT,
@@ -109,6 +110,7 @@ class Relay:
         self.translated = TranslatedPath(settings, pool, self.keys, self.reasoning, self.responses)
         self.passthrough = PassThroughPath(settings, pool)
         self._targets: dict[tuple[str, str], Target] = {}
+        self.budgets: BudgetGate | None = None
 
     def reconfigure(self, settings: Settings) -> None:
         """Route later calls with `settings` (config.toml changed); calls in flight keep their targets."""
@@ -175,6 +177,24 @@ class Relay:
         meter.streamed = request.stream
         meter.preset = preset.name
         chain = preset.chain(info.harness, info.role, info.family)
+        gate = self.budgets
+        effort: str | None = None
+        if gate is not None:
+            verdict = gate.verdict(info, chain, inbound.name, request.model)
+            if verdict is not None:
+                meter.budget, meter.budget_action = verdict.budget, verdict.action
+                if verdict.message is not None:
+                    exchange.route = f"{preset.name}; role={info.role}; model=none".encode()
+                    await send_error(exchange, inbound, BLOCK_STATUS, verdict.message, request_id)
+                    meter.finish("rejected", verdict.message)
+                    return
+                rerouted = gate.rerouted(verdict)
+                if rerouted is not None:
+                    # The budget's preset routes this call, with its target options, and is what the ledger shows.
+                    preset = rerouted
+                    meter.preset = preset.name
+                    chain = preset.chain(info.harness, info.role, info.family)
+                effort = verdict.effort
         fallback_on = self.settings.routing.fallback_on
         trigger: str | None = None
         for number, reference in enumerate(chain):
@@ -186,6 +206,8 @@ class Relay:
                 meter.finish("proxy_error", exc.message)
                 return
             attempt_meter = replace(meter, target=target, attempt=number, trigger=trigger, usage=Usage())
+            if gate is not None:
+                attempt_meter.budget_hold = gate.hold(info, target, request, len(exchange.body))
             call.meter = attempt_meter
             exchange.route = f"{preset.name}; role={info.role}; model={reference}".encode()
             log.debug(
@@ -207,7 +229,7 @@ class Relay:
                     await send_error(exchange, inbound, 501, message, request_id)
                     attempt_meter.finish("proxy_error", message)
                     return
-                routed = _with_options(request, preset.options(reference))
+                routed = capped(_with_options(request, preset.options(reference)), effort)
                 served = self.translated.serve(attempt, upstream, routed, target)
             failure = await self._watched(attempt, served)
             if failure is None:

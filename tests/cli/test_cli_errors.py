@@ -59,6 +59,7 @@ SAFE_ARGUMENTS: dict[str, list[list[str]]] = {
     "keys list": [["keys", "list"]],
     "keys rm": [["keys", "rm", "baseten"]],
     "doctor": [["doctor"]],
+    "budgets": [["budgets"], ["budgets", "--json"]],
     "statusline": [["statusline"]],
     "codex-notify": [["codex-notify", "{}"]],
 }

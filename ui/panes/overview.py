@@ -32,6 +32,46 @@ BREAKDOWNS = (
     ("by-mapping", "requested → served"),
 )
 RANGE_LABELS = dict(RANGES)
+BUDGET_BAR = 20
+
+
+_budgets_seen: tuple[Any, list[Any]] = (None, [])
+
+
+def _configured_budgets() -> list[Any]:
+    """config.toml's budgets, read again only when the file changed (the overview reloads often)."""
+    global _budgets_seen
+    from switch import locations
+    from switch.config import file_signature, load_settings
+    from switch.errors import ConfigError
+
+    signature = file_signature(locations.config_file())
+    if signature is None or signature != _budgets_seen[0]:
+        try:
+            budgets: list[Any] = load_settings().budgets if signature is not None else []
+        except ConfigError:
+            budgets = []  # the health pane says what is wrong with config.toml
+        _budgets_seen = (signature, budgets)
+    return _budgets_seen[1]
+
+
+def budget_bars(connection: sqlite3.Connection | None, now: float) -> list[str]:
+    """One bar per `[[budgets]]` entry: this period's spend against its limit (none when config.toml has none)."""
+    from switch.budgets.status import budget_report
+
+    budgets = _configured_budgets()
+    lines = []
+    for entry in budget_report(budgets, connection, now):
+        used = entry["used"]
+        filled = min(BUDGET_BAR, round(used * BUDGET_BAR))
+        colour = "red" if entry["action"] == "block" else "yellow" if entry["action"] else "green"
+        action = f" · {entry['action']}" if entry["action"] else ""
+        lines.append(
+            f"Budget [b]{entry['name']}[/b] [{colour}]{'█' * filled}[/{colour}]{'░' * (BUDGET_BAR - filled)} "
+            f"{fmt.money(entry['spent_micros'])} of {fmt.money(entry['limit_micros'])} per {entry['period']}"
+            f" ({used:.0%}){action}"
+        )
+    return lines
 
 
 class OverviewPane(LedgerPane):
@@ -42,10 +82,11 @@ class OverviewPane(LedgerPane):
 
         bubble = False
 
-        def __init__(self, overview: Overview | None, range_key: str) -> None:
+        def __init__(self, overview: Overview | None, range_key: str, budgets: list[str] | None = None) -> None:
             super().__init__()
             self.overview = overview
             self.range_key = range_key
+            self.budgets = budgets or []
 
     def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
         super().__init__("Overview", ledger, clock, pane_id="overview")
@@ -54,6 +95,7 @@ class OverviewPane(LedgerPane):
         with VerticalScroll():
             yield Static(id="empty", classes="help")
             yield Static(id="range")
+            yield Static(id="budgets")
             with Horizontal(id="cards"):
                 for card in ("spend", "native", "saved", "calls", "speed"):
                     yield Static(id=f"card-{card}", classes="card")
@@ -77,13 +119,17 @@ class OverviewPane(LedgerPane):
         try:
             connection = self.ledger.get()
             overview = None if connection is None else load_overview(connection, range_key, self.clock())
+            budgets = budget_bars(connection, self.clock())
         except sqlite3.Error as exc:
             self.post_message(self.ReadFailed(str(exc)))
             return
-        self.post_message(self.Loaded(overview, range_key))
+        self.post_message(self.Loaded(overview, range_key, budgets))
 
     @on(Loaded)
     def _show(self, message: Loaded) -> None:
+        bars = self.query_one("#budgets", Static)
+        bars.display = bool(message.budgets)
+        bars.update("\n".join(message.budgets))
         empty = self.query_one("#empty", Static)
         if message.overview is None:
             empty.update(EMPTY_HELP)

@@ -1,0 +1,151 @@
+"""The `[[budgets]]` tables of config.toml, validated (imported by `switch.config`, so kept light).
+
+[[budgets]]
+name = "subagents"             # optional; default "<scope>/<period>"
+scope = "role:subagent"        # total | harness:NAME | role:NAME | model:PROVIDER/MODEL | session
+period = "day"                 # day | week | month (calendar, local time)
+limit_usd = 5.0
+actions = [{ at = 0.8, do = "warn" }, { at = 0.9, do = "effort", effort = "low" },
+           { at = 1.0, do = "preset", preset = "open" }, { at = 1.2, do = "block" }]
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from switch.errors import ConfigError
+
+Period = Literal["day", "week", "month"]
+Do = Literal["warn", "effort", "preset", "block"]
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+EFFORT_ORDER: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+SCOPE_KINDS = ("total", "harness", "role", "model", "session")
+HARNESSES = ("claude-code", "codex", "langchain", "other")
+ROLES = ("orchestrator", "subagent", "background")
+# How strongly each action acts: where several budgets act on one call, the strongest is recorded.
+SEVERITY = {"warn": 1, "effort": 2, "preset": 3, "block": 4}
+
+
+class BudgetAction(BaseModel):
+    """One threshold of a budget and what happens past it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    at: float = Field(gt=0, le=100)
+    """Fraction of `limit_usd` at which the action starts (1.0 = the whole limit)."""
+    do: Do
+    effort: Effort | None = None
+    """With `do = "effort"`: the highest reasoning effort calls of the scope may use."""
+    preset: str | None = None
+    """With `do = "preset"`: the preset whose route the scope's calls take."""
+
+    @field_validator("at")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @model_validator(mode="after")
+    def _arguments(self) -> BudgetAction:
+        if self.do == "effort" and self.effort is None:
+            raise ValueError("do = 'effort' needs effort = one of " + ", ".join(EFFORT_ORDER))
+        if self.do == "preset" and not self.preset:
+            raise ValueError("do = 'preset' needs preset = the name of a preset")
+        if self.effort is not None and self.do != "effort":
+            raise ValueError("'effort' goes only with do = 'effort'")
+        if self.preset is not None and self.do != "preset":
+            raise ValueError("'preset' goes only with do = 'preset'")
+        return self
+
+
+class Budget(BaseModel):
+    """A cap in USD per calendar period on one scope, with its actions."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: str | None = None
+    scope: str = "total"
+    period: Period = "day"
+    limit_usd: float = Field(gt=0)
+    actions: list[BudgetAction] = Field(default_factory=lambda: [BudgetAction(at=1.0, do="block")], min_length=1)
+    """Thresholds and their actions (without any: block at the limit)."""
+
+    @field_validator("limit_usd")
+    @classmethod
+    def _finite_limit(cls, value: float) -> float:
+        if not math.isfinite(value) or value > 1e9:
+            raise ValueError("must be a finite number of USD (at most 1e9)")
+        return value
+
+    @field_validator("scope")
+    @classmethod
+    def _scope(cls, value: str) -> str:
+        kind, sep, subject = value.partition(":")
+        if kind not in SCOPE_KINDS:
+            raise ValueError("scope must be total, harness:NAME, role:NAME, model:PROVIDER/MODEL or session")
+        if kind in ("total", "session"):
+            if sep:
+                raise ValueError(f"scope '{kind}' takes no ':NAME'")
+        elif not subject:
+            raise ValueError(f"scope '{kind}:' needs a name after the colon")
+        if kind == "harness" and subject not in HARNESSES:
+            raise ValueError(f"unknown harness (known: {', '.join(HARNESSES)})")
+        if kind == "role" and subject not in ROLES:
+            raise ValueError(f"unknown role (known: {', '.join(ROLES)})")
+        if kind == "model":
+            provider, slash, model = subject.partition("/")
+            if not slash or not provider or not model:
+                raise ValueError("scope 'model:' takes PROVIDER/MODEL, e.g. model:baseten/moonshotai/Kimi-K3")
+        return value
+
+    @property
+    def label(self) -> str:
+        """The name shown everywhere (ledger, CLI, metrics, errors)."""
+        return self.name or f"{self.scope}/{self.period}"
+
+    @property
+    def limit_micros(self) -> int:
+        """The limit in micro-USD, the ledger's unit."""
+        return round(self.limit_usd * 1_000_000)
+
+
+def check_budgets(budgets: list[Budget], providers: set[str], default_model: str, path: Path) -> None:
+    """Refuse budgets naming an unknown provider or preset, or sharing a name (ConfigError naming the key)."""
+    seen: set[str] = set()
+    for number, budget in enumerate(budgets):
+        where = f"budgets.{number}"
+        if budget.label in seen:
+            raise ConfigError(
+                f"{path}: key '{where}.name': another budget is already called '{budget.label}'; "
+                "give each budget its own name"
+            )
+        seen.add(budget.label)
+        kind, _sep, subject = budget.scope.partition(":")
+        if kind == "model":
+            provider = subject.partition("/")[0]
+            if provider not in providers:
+                raise ConfigError(
+                    f"{path}: key '{where}.scope': unknown provider '{provider}' "
+                    f"(known: {', '.join(sorted(providers))}); use one of those or add [providers.{provider}]"
+                )
+        for index, action in enumerate(budget.actions):
+            if action.preset is None:
+                continue
+            key = f"{where}.actions.{index}.preset"
+            from switch.errors import PresetError
+            from switch.routing.presets import load_preset, preset_files
+
+            if action.preset not in preset_files():
+                known = ", ".join(sorted(preset_files())) or "none"
+                raise ConfigError(f"{path}: key '{key}': no preset named '{action.preset}' (available: {known})")
+            try:
+                load_preset(action.preset, providers, default_model)
+            except PresetError as exc:
+                raise ConfigError(
+                    f"{path}: key '{key}': preset '{action.preset}' does not load: {exc.message}"
+                ) from exc

@@ -1,0 +1,95 @@
+"""The in-memory book: periods roll over at local midnight (and week and month starts); holds are released once."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from switch.budgets.book import BudgetBook, cap_effort
+from switch.budgets.periods import period_bounds
+from switch.budgets.rules import EFFORT_ORDER, Budget
+from switch.ledger.record import CallRecord
+from switch.protocols.ir import Reasoning
+
+BLOCK_AT_ONE_DOLLAR = Budget.model_validate({"scope": "total", "period": "day", "limit_usd": 1.0})
+
+
+def _row(started_at: float, cost: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "started_at": started_at,
+        "harness": "claude-code",
+        "role": "subagent",
+        "session_id": None,
+        "provider": "baseten",
+        "served_model": "moonshotai/Kimi-K3",
+        "cost_micros": cost,
+        "price_input": 1.0,
+        "price_output": 2.0,
+        **fields,
+    }
+
+
+def _record(hold: int) -> CallRecord:
+    return CallRecord(
+        0.0,
+        "claude-code",
+        "subagent",
+        "p",
+        "m",
+        "baseten",
+        "m",
+        "anthropic",
+        "openai-chat",
+        False,
+        "completed",
+        200,
+        budget_hold=hold,
+    )
+
+
+def test_a_day_budget_starts_again_at_local_midnight() -> None:
+    midnight = period_bounds("day", time.time())[1]
+    now = [midnight - 60.0]
+    book = BudgetBook([BLOCK_AT_ONE_DOLLAR], clock=lambda: now[0])
+    book.observe(_record(0), _row(midnight - 90, 1_200_000))
+    assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is not None
+    now[0] = midnight + 1
+    assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is None
+    book.observe(_record(0), _row(midnight - 30, 5_000_000))  # recorded late: it belongs to yesterday
+    assert book.report()[0]["spent_micros"] == 0
+    book.observe(_record(0), _row(midnight + 2, 1_000_000))
+    assert book.report()[0]["spent_micros"] == 1_000_000
+
+
+@pytest.mark.parametrize("period", ["day", "week", "month"])
+def test_periods_start_at_local_midnight_and_follow_each_other(period: str) -> None:
+    start, end = period_bounds(period, time.time())
+    assert time.localtime(start)[3:6] == (0, 0, 0) and time.localtime(end)[3:6] == (0, 0, 0)
+    assert period_bounds(period, end)[0] == end and period_bounds(period, end - 1) == (start, end)
+    if period == "week":
+        assert time.localtime(start).tm_wday == 0
+    if period == "month":
+        assert time.localtime(start).tm_mday == 1
+
+
+def test_a_hold_counts_until_its_record_is_priced_and_only_once() -> None:
+    book = BudgetBook([BLOCK_AT_ONE_DOLLAR])
+    book.observe(_record(0), _row(time.time(), 100))  # learns the price: 1 and 2 micro-USD per token
+    amount = book.estimate("baseten/moonshotai/Kimi-K3", 4000, 100)
+    assert amount == 1000 * 1 + 100 * 2
+    hold = book.hold("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3", 999_900)
+    assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is not None
+    for _ in range(2):
+        book.observe(_record(hold), _row(time.time(), 0))
+    assert book.report()[0]["spent_micros"] == 100
+
+
+@given(st.sampled_from(EFFORT_ORDER), st.sampled_from(EFFORT_ORDER), st.none() | st.integers(1, 10_000))
+def test_the_effort_cap_never_raises_effort(asked: str, cap: str, budget_tokens: int | None) -> None:
+    capped = cap_effort(Reasoning(True, asked, budget_tokens), cap)  # type: ignore[arg-type]
+    assert EFFORT_ORDER.index(capped.effort) == min(EFFORT_ORDER.index(asked), EFFORT_ORDER.index(cap))
+    assert cap_effort(Reasoning(False), cap) == Reasoning(False) and cap_effort(None, cap) is None
