@@ -127,7 +127,14 @@ def seed_ledger(path: Path, count: int, now: float = FROZEN_NOW, span_seconds: f
 def write_rows(connection: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
     """Insert `rows` (values in COLUMNS order) and add them to both rollups, in one transaction, as the writer does."""
     named = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    # A ledger of an earlier version (a migration test) gets only the columns it has; later migrations add the rest.
+    existing = {row[1] for row in connection.execute("PRAGMA table_info(calls)")}
+    columns = [column for column in COLUMNS if column in existing]
+    insert = INSERT
+    if len(columns) != len(COLUMNS):
+        insert = f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+        rows = [tuple(row[column] for column in columns) for row in named]
     with connection:
-        connection.executemany(INSERT, rows)
+        connection.executemany(insert, rows)
         connection.executemany(UPSERT_ROLLUP, rollup_deltas(named))
         connection.executemany(UPSERT_SESSION, session_deltas(named))

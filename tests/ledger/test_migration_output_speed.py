@@ -61,12 +61,13 @@ def test_migration_7_nulls_rates_of_whole_bodies_and_medians_skip_them(isolated_
 
     connection = sqlite3.connect(database)
     try:
-        assert current_version(connection) == LATEST == 7
+        assert current_version(connection) == LATEST
         rates = connection.execute("SELECT streamed, output_tps FROM calls ORDER BY id").fetchall()
         assert rates == [(1, rate) for rate in STREAMED_RATES] + [(0, None), (0, None)]
         # Nothing else in a row changed.
         tps = [column[1] for column in connection.execute("PRAGMA table_info(calls)")].index("output_tps")
-        after = connection.execute("SELECT * FROM calls ORDER BY id").fetchall()
+        # Later migrations add columns after the old ones: compare the columns the old ledger had.
+        after = [row[: len(before[0])] for row in connection.execute("SELECT * FROM calls ORDER BY id")]
         assert [row[:tps] + row[tps + 1 :] for row in after] == [row[:tps] + row[tps + 1 :] for row in before]
         totals = queries.spend(connection)[0]
         assert totals["median_output_tps"] == 55.0
