@@ -26,11 +26,8 @@ def _optional(fields: dict[str, Any], key: str, kind: type, expected: str, path:
     raise wrong_type(f"{path}.{key}", expected, value)
 
 
-def read_openai_format(value: Any, path: str, nested: bool) -> OutputFormat | None:
-    """Chat's `response_format` (`nested`: fields under `json_schema`) or Responses' `text.format` → IR.
-
-    `text` (and absence) is None: free text is what every API gives by default.
-    """
+def _format_type(value: Any, path: str) -> str | None:
+    """The `type` of the format object at `path`, which must be an object; None when there is none."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -38,7 +35,16 @@ def read_openai_format(value: Any, path: str, nested: bool) -> OutputFormat | No
     kind = value.get("type")
     if not isinstance(kind, str):
         raise wrong_type(f"{path}.type", "a string", kind)
-    if kind == "text":
+    return kind
+
+
+def read_openai_format(value: Any, path: str, nested: bool) -> OutputFormat | None:
+    """Chat's `response_format` (`nested`: fields under `json_schema`) or Responses' `text.format` → IR.
+
+    `text` (and absence) is None: free text is what every API gives by default.
+    """
+    kind = _format_type(value, path)
+    if kind is None or kind == "text":
         return None
     if kind != "json_schema":
         return OutputFormat(kind)
@@ -81,17 +87,13 @@ def write_openai_format(output_format: OutputFormat, nested: bool, api: str) -> 
 def read_anthropic_format(body: dict[str, Any]) -> OutputFormat | None:
     """Anthropic's `output_config.format` (or the beta's top-level `output_format`) → IR."""
     output_config = body.get("output_config")
-    value = output_config.get("format") if isinstance(output_config, dict) else None
+    value: Any = output_config.get("format") if isinstance(output_config, dict) else None
     path = "output_config.format"
     if value is None:
         path, value = "output_format", body.get("output_format")
-    if value is None:
+    kind = _format_type(value, path)
+    if kind is None:
         return None
-    if not isinstance(value, dict):
-        raise wrong_type(path, "an object", value)
-    kind = value.get("type")
-    if not isinstance(kind, str):
-        raise wrong_type(f"{path}.type", "a string", kind)
     return OutputFormat(kind, _optional(value, "schema", dict, "an object", path))
 
 
