@@ -207,7 +207,6 @@ def read_tools(
     schema_key: str,
     client_types: tuple[str | None, ...] | None = None,
     other: Callable[[dict[str, Any], Any, int], None] | None = None,
-    *,
     start: int = 0,
     grammar: bool = False,
     namespace: str | None = None,
@@ -226,20 +225,20 @@ def read_tools(
     for index, tool in enumerate(raw, start):
         if not isinstance(tool, dict):
             raise wrong_type(f"{container}[{index}]", "an object", tool)
-        if client_types is None:
-            fields = tool.get("function")
-            if not isinstance(fields, dict):
-                raise wrong_type(f"{container}[{index}].function", "an object", fields)
-        else:
+        if client_types is not None:
             tool_type = tool.get("type")
             if tool_type not in client_types:
                 if other is not None:
                     other(tool, tool_type, index)
                 continue
-            fields = tool
-        name = fields.get("name")
-        description = fields.get("description")
-        schema = fields.get(schema_key)
+        else:
+            # Chat: the fields are in the tool's `function` object.
+            tool = tool.get("function")
+            if not isinstance(tool, dict):
+                raise wrong_type(f"{container}[{index}].function", "an object", tool)
+        name = tool.get("name")
+        description = tool.get("description")
+        schema = tool.get(schema_key)
         if not isinstance(name, str) or not name:
             raise wrong_type(f"{container}[{index}].{within}name", "a non-empty string", name)
         if description is not None and not isinstance(description, str):

@@ -26,10 +26,8 @@ def _optional(fields: dict[str, Any], key: str, kind: type, expected: str, path:
     raise wrong_type(f"{path}.{key}", expected, value)
 
 
-def _format_type(value: Any, path: str) -> str | None:
-    """The `type` of the format object at `path`, which must be an object; None when there is none."""
-    if value is None:
-        return None
+def _format_type(value: Any, path: str) -> str:
+    """The `type` of the format object at `path`, which must be an object."""
     if not isinstance(value, dict):
         raise wrong_type(path, "an object", value)
     kind = value.get("type")
@@ -43,8 +41,10 @@ def read_openai_format(value: Any, path: str, nested: bool) -> OutputFormat | No
 
     `text` (and absence) is None: free text is what every API gives by default.
     """
+    if value is None:
+        return None
     kind = _format_type(value, path)
-    if kind is None or kind == "text":
+    if kind == "text":
         return None
     if kind != "json_schema":
         return OutputFormat(kind)
@@ -91,10 +91,9 @@ def read_anthropic_format(body: dict[str, Any]) -> OutputFormat | None:
     path = "output_config.format"
     if value is None:
         path, value = "output_format", body.get("output_format")
-    kind = _format_type(value, path)
-    if kind is None:
+    if value is None:
         return None
-    return OutputFormat(kind, _optional(value, "schema", dict, "an object", path))
+    return OutputFormat(_format_type(value, path), _optional(value, "schema", dict, "an object", path))
 
 
 def write_anthropic_format(output_format: OutputFormat) -> dict[str, Any]:
