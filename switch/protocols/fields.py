@@ -8,7 +8,7 @@ caller gets a 400 in its own format instead of a crash. Paths are only built on 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from typing import Any
 
 from switch.protocols.ir import REASONING_EFFORTS, ReasoningEffort, RequestFormatError, ToolChoice, ToolSpec
@@ -123,23 +123,14 @@ def string_list(value: Any, path: str) -> tuple[str, ...]:
 # of an object inside the element, like "function."), and join these into a path only when raising.
 
 
-TEXT_BLOCKS = ("text",)
-
-
-def typed_block(block: Any, container: str, index: int, text_types: Container[str] = TEXT_BLOCKS) -> tuple[str, Any]:
-    """The `type` of the content block at `container[index]` (an object) and, for a text type, its `text`."""
-    # Text is most of every request's blocks, so it is read in the same call as the type.
+def block_type(block: Any, container: str, index: int) -> str:
+    """The `type` of the content block at `container[index]`, which must be an object."""
     if not isinstance(block, dict):
         raise wrong_type(f"{container}[{index}]", "an object", block)
     kind = block.get("type")
     if not isinstance(kind, str):
         raise wrong_type(f"{container}[{index}].type", "a string", kind)
-    if kind not in text_types:
-        return kind, None
-    text = block.get("text")
-    if not isinstance(text, str):
-        raise wrong_type(f"{container}[{index}].text", "a string", text)
-    return kind, text
+    return kind
 
 
 def field_str(element: dict[str, Any], key: str, container: str, index: int, within: str = "") -> str:
@@ -237,12 +228,12 @@ def read_tools(
             if not isinstance(tool, dict):
                 raise wrong_type(f"{container}[{index}].function", "an object", tool)
         name = tool.get("name")
-        description = tool.get("description")
-        schema = tool.get(schema_key)
         if not isinstance(name, str) or not name:
             raise wrong_type(f"{container}[{index}].{within}name", "a non-empty string", name)
+        description = tool.get("description")
         if description is not None and not isinstance(description, str):
             raise wrong_type(f"{container}[{index}].{within}description", "a string", description)
+        schema = tool.get(schema_key)
         if schema is not None and not isinstance(schema, dict):
             raise wrong_type(f"{container}[{index}].{within}{schema_key}", "an object", schema)
         if plain:

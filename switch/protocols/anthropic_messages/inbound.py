@@ -15,6 +15,7 @@ import orjson
 
 from switch.protocols.carry import client_tool_id, encode_reasoning, upstream_tool_id
 from switch.protocols.fields import (
+    block_type,
     field_object,
     field_str,
     missing,
@@ -29,7 +30,6 @@ from switch.protocols.fields import (
     read_tools,
     string_list,
     token_count,
-    typed_block,
     wrong_type,
 )
 from switch.protocols.ir import (
@@ -92,9 +92,9 @@ def _tool_result_content(value: Any, message: int, index: int) -> tuple[TextPart
         raise wrong_type(container, "a string or an array", value)
     parts: list[TextPart | ImagePart] = []
     for inner, block in enumerate(value):
-        kind, text = typed_block(block, container, inner)
-        if text is not None:
-            parts.append(TextPart(text))
+        kind = block_type(block, container, inner)
+        if kind == "text":
+            parts.append(TextPart(field_str(block, "text", container, inner)))
         elif kind == "image":
             parts.append(_image(block, container, inner))
         elif kind == "tool_reference":
@@ -115,9 +115,9 @@ def _parts(content: Any, message: int) -> tuple[Part, ...]:
         raise wrong_type(container, "a string or an array", content)
     parts: list[Part] = []
     for index, block in enumerate(content):
-        kind, text = typed_block(block, container, index)
-        if text is not None:
-            parts.append(TextPart(text))
+        kind = block_type(block, container, index)
+        if kind == "text":
+            parts.append(TextPart(field_str(block, "text", container, index)))
         elif kind == "tool_result":
             call_id = field_str(block, "tool_use_id", container, index)
             is_error = optional_field_bool(block, "is_error", container, index)
@@ -172,9 +172,9 @@ def _system(value: Any) -> tuple[tuple[TextPart, ...], str | None]:
     billing: str | None = None
     parts: list[TextPart] = []
     for index, block in enumerate(value):
-        text = typed_block(block, "system", index)[1]
-        if text is None:
+        if block_type(block, "system", index) != "text":
             continue
+        text = field_str(block, "text", "system", index)
         if billing is None and text.startswith(BILLING_PREFIX):
             billing = text
             continue

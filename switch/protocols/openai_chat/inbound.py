@@ -6,6 +6,7 @@ from typing import Any
 
 from switch.protocols.fields import (
     EFFORTS,
+    block_type,
     field_object,
     field_str,
     missing,
@@ -20,7 +21,6 @@ from switch.protocols.fields import (
     read_tools,
     string_list,
     token_count,
-    typed_block,
     wrong_type,
 )
 from switch.protocols.ir import (
@@ -64,9 +64,9 @@ def _parts(content: Any, message: int) -> list[TextPart | ImagePart]:
         raise wrong_type(container, "a string or an array", content)
     parts: list[TextPart | ImagePart] = []
     for index, block in enumerate(content):
-        kind, text = typed_block(block, container, index)
-        if text is not None:
-            parts.append(TextPart(text))
+        kind = block_type(block, container, index)
+        if kind == "text":
+            parts.append(TextPart(field_str(block, "text", container, index)))
         elif kind == "image_url":
             image = block.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image

@@ -17,6 +17,7 @@ from typing import Any
 from switch.protocols.carry import decode_reasoning
 from switch.protocols.fields import (
     EFFORTS,
+    block_type,
     field_str,
     missing,
     not_one_of,
@@ -28,7 +29,6 @@ from switch.protocols.fields import (
     optional_str,
     read_tools,
     token_count,
-    typed_block,
     wrong_type,
 )
 from switch.protocols.ir import (
@@ -65,9 +65,9 @@ def _content_parts(content: Any, container: str) -> list[TextPart | ImagePart]:
         raise wrong_type(container, "a string or an array", content)
     parts: list[TextPart | ImagePart] = []
     for index, block in enumerate(content):
-        kind, text = typed_block(block, container, index, _TEXT_PARTS)
-        if text is not None:
-            parts.append(TextPart(text))
+        kind = block_type(block, container, index)
+        if kind in _TEXT_PARTS:
+            parts.append(TextPart(field_str(block, "text", container, index)))
         elif kind == "input_image":
             url = block.get("image_url")
             if isinstance(url, dict):
