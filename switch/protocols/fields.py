@@ -8,13 +8,18 @@ caller gets a 400 in its own format instead of a crash. Paths are only built on 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from switch.protocols.ir import RequestFormatError
+from switch.protocols.ir import REASONING_EFFORTS, ReasoningEffort, RequestFormatError, ToolChoice, ToolSpec
+from switch.protocols.tools import flat_name
 
 # Token counts must also survive arithmetic and re-encoding as a 64-bit JSON integer; no model
 # comes near this limit.
 MAX_TOKEN_COUNT = 2**31 - 1
+EFFORTS: dict[str, ReasoningEffort] = {effort: effort for effort in REASONING_EFFORTS}
+# OpenAI's `tool_choice` strings; an object names one tool.
+CHOICE_MODES = {"auto": ToolChoice("auto"), "none": ToolChoice("none"), "required": ToolChoice("required")}
 
 
 # bool before int: a JSON boolean decodes to a Python bool, which is also an int.
@@ -113,7 +118,9 @@ def string_list(value: Any, path: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-# Content-block readers take the path of their container and build a block's own path only when raising.
+# Element readers: every tool, input item and content block of every request is read through
+# them, so they take the path of the element's container and its index, plus `within` (the path
+# of an object inside the element, like "function."), and join these into a path only when raising.
 
 
 def block_type(block: Any, container: str, index: int) -> str:
@@ -126,17 +133,114 @@ def block_type(block: Any, container: str, index: int) -> str:
     return kind
 
 
-def field_str(block: dict[str, Any], key: str, container: str, index: int) -> str:
-    """A required string field of the block at `container[index]`."""
-    value = block.get(key)
+def field_str(element: dict[str, Any], key: str, container: str, index: int, within: str = "") -> str:
+    """A required string field of the element at `container[index]`."""
+    value = element.get(key)
     if not isinstance(value, str):
-        raise wrong_type(f"{container}[{index}].{key}", "a string", value)
+        raise wrong_type(f"{container}[{index}].{within}{key}", "a string", value)
     return value
 
 
-def optional_field_str(block: dict[str, Any], key: str, container: str, index: int) -> str | None:
-    """An optional string field of the block at `container[index]` (None when absent or null)."""
-    value = block.get(key)
+def optional_field_str(element: dict[str, Any], key: str, container: str, index: int, within: str = "") -> str | None:
+    """An optional string field of the element at `container[index]` (None when absent or null)."""
+    value = element.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise wrong_type(f"{container}[{index}].{key}", "a string", value)
+    raise wrong_type(f"{container}[{index}].{within}{key}", "a string", value)
+
+
+def optional_field_bool(element: dict[str, Any], key: str, container: str, index: int) -> bool | None:
+    """An optional boolean field of the element at `container[index]` (None when absent or null)."""
+    value = element.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    raise wrong_type(f"{container}[{index}].{key}", "a boolean", value)
+
+
+def field_object(element: dict[str, Any], key: str, container: str, index: int) -> dict[str, Any]:
+    """A required object field of the element at `container[index]`."""
+    value = element.get(key)
+    if not isinstance(value, dict):
+        raise wrong_type(f"{container}[{index}].{key}", "an object", value)
+    return value
+
+
+def optional_field_object(element: dict[str, Any], key: str, container: str, index: int) -> dict[str, Any] | None:
+    """An optional object field of the element at `container[index]` (None when absent or null)."""
+    value = element.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise wrong_type(f"{container}[{index}].{key}", "an object", value)
+
+
+def not_one_of(path: str, expected: str, value: Any) -> RequestFormatError:
+    """The error for a field at `path` that must be one of the values listed in `expected`."""
+    if not isinstance(value, str):
+        return wrong_type(path, expected, value)
+    return RequestFormatError(f"{path} must be {expected}, not '{value}'", param=path)
+
+
+def openai_tool_choice(value: Any, named: Callable[[dict[str, Any]], ToolChoice | None]) -> ToolChoice | None:
+    """OpenAI's `tool_choice`: a mode string, or an object naming one tool, which `named` reads."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return CHOICE_MODES.get(value)
+    if not isinstance(value, dict):
+        raise wrong_type("tool_choice", "a string or an object", value)
+    return named(value)
+
+
+def read_tools(
+    raw: list[Any],
+    container: str,
+    into: list[ToolSpec],
+    schema_key: str,
+    client_types: tuple[str | None, ...] | None = None,
+    other: Callable[[dict[str, Any], Any, int], None] | None = None,
+    start: int = 0,
+    grammar: bool = False,
+    namespace: str | None = None,
+    namespace_description: str | None = None,
+) -> None:
+    """Append to `into` the tools declared in `raw` (at `container`, from index `start`) that the client runs.
+
+    A tool's type must be one of `client_types`, or it goes to `other` with its type and index;
+    without `client_types` (chat) a tool has no type and keeps its fields in `function`. With
+    `grammar`, the tools are free-text (custom) ones and `schema_key` holds their grammar.
+    """
+    # One loop for the three APIs with each field checked inline, and what varies by call decided
+    # once per call: every request declares all its tools again.
+    within = "function." if client_types is None else ""
+    plain = namespace is None and not grammar
+    for index, tool in enumerate(raw, start):
+        if not isinstance(tool, dict):
+            raise wrong_type(f"{container}[{index}]", "an object", tool)
+        if client_types is not None:
+            tool_type = tool.get("type")
+            if tool_type not in client_types:
+                if other is not None:
+                    other(tool, tool_type, index)
+                continue
+        else:
+            # Chat: the fields are in the tool's `function` object.
+            tool = tool.get("function")
+            if not isinstance(tool, dict):
+                raise wrong_type(f"{container}[{index}].function", "an object", tool)
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise wrong_type(f"{container}[{index}].{within}name", "a non-empty string", name)
+        description = tool.get("description")
+        if description is not None and not isinstance(description, str):
+            raise wrong_type(f"{container}[{index}].{within}description", "a string", description)
+        schema = tool.get(schema_key)
+        if schema is not None and not isinstance(schema, dict):
+            raise wrong_type(f"{container}[{index}].{within}{schema_key}", "an object", schema)
+        if plain:
+            into.append(ToolSpec(name, description, schema))
+            continue
+        flat = flat_name(namespace, name)
+        if grammar:
+            into.append(ToolSpec(flat, description, None, "custom", schema, namespace, namespace_description))
+        else:
+            into.append(ToolSpec(flat, description, schema, "function", None, namespace, namespace_description))

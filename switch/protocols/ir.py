@@ -19,6 +19,8 @@ Role = Literal["user", "assistant"]
 StopReason = Literal["end_turn", "max_tokens", "tool_use", "stop_sequence", "refusal", "pause"]
 ToolKind = Literal["function", "custom"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+# Least to most thinking.
+REASONING_EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
 @value

@@ -26,6 +26,16 @@ def _optional(fields: dict[str, Any], key: str, kind: type, expected: str, path:
     raise wrong_type(f"{path}.{key}", expected, value)
 
 
+def _format_type(value: Any, path: str) -> str:
+    """The `type` of the format object at `path`, which must be an object."""
+    if not isinstance(value, dict):
+        raise wrong_type(path, "an object", value)
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        raise wrong_type(f"{path}.type", "a string", kind)
+    return kind
+
+
 def read_openai_format(value: Any, path: str, nested: bool) -> OutputFormat | None:
     """Chat's `response_format` (`nested`: fields under `json_schema`) or Responses' `text.format` → IR.
 
@@ -33,11 +43,7 @@ def read_openai_format(value: Any, path: str, nested: bool) -> OutputFormat | No
     """
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise wrong_type(path, "an object", value)
-    kind = value.get("type")
-    if not isinstance(kind, str):
-        raise wrong_type(f"{path}.type", "a string", kind)
+    kind = _format_type(value, path)
     if kind == "text":
         return None
     if kind != "json_schema":
@@ -81,18 +87,13 @@ def write_openai_format(output_format: OutputFormat, nested: bool, api: str) -> 
 def read_anthropic_format(body: dict[str, Any]) -> OutputFormat | None:
     """Anthropic's `output_config.format` (or the beta's top-level `output_format`) → IR."""
     output_config = body.get("output_config")
-    value = output_config.get("format") if isinstance(output_config, dict) else None
+    value: Any = output_config.get("format") if isinstance(output_config, dict) else None
     path = "output_config.format"
     if value is None:
         path, value = "output_format", body.get("output_format")
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise wrong_type(path, "an object", value)
-    kind = value.get("type")
-    if not isinstance(kind, str):
-        raise wrong_type(f"{path}.type", "a string", kind)
-    return OutputFormat(kind, _optional(value, "schema", dict, "an object", path))
+    return OutputFormat(_format_type(value, path), _optional(value, "schema", dict, "an object", path))
 
 
 def write_anthropic_format(output_format: OutputFormat) -> dict[str, Any]:

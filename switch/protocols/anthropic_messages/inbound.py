@@ -17,13 +17,18 @@ from switch.protocols.carry import client_tool_id, encode_reasoning, upstream_to
 from switch.protocols.documents import anthropic_document
 from switch.protocols.fields import (
     block_type,
+    field_object,
     field_str,
     missing,
+    not_one_of,
     optional_bool,
     optional_dict,
+    optional_field_bool,
+    optional_field_object,
     optional_field_str,
     optional_list,
     optional_number,
+    read_tools,
     string_list,
     token_count,
     wrong_type,
@@ -65,23 +70,13 @@ _ROLES = ("user", "assistant", "system")
 
 
 def _image(block: dict[str, Any], container: str, index: int) -> ImagePart:
-    source = block.get("source")
-    if not isinstance(source, dict):
-        raise wrong_type(f"{container}[{index}].source", "an object", source)
+    source = field_object(block, "source", container, index)
     kind = source.get("type")
     if kind == "base64":
-        media_type = source.get("media_type")
-        data = source.get("data")
-        if not isinstance(media_type, str):
-            raise wrong_type(f"{container}[{index}].source.media_type", "a string", media_type)
-        if not isinstance(data, str):
-            raise wrong_type(f"{container}[{index}].source.data", "a string", data)
-        return ImagePart(media_type=media_type, data=data)
+        media_type = field_str(source, "media_type", container, index, "source.")
+        return ImagePart(media_type=media_type, data=field_str(source, "data", container, index, "source."))
     if kind == "url":
-        url = source.get("url")
-        if not isinstance(url, str):
-            raise wrong_type(f"{container}[{index}].source.url", "a string", url)
-        return ImagePart(url=url)
+        return ImagePart(url=field_str(source, "url", container, index, "source."))
     if not isinstance(kind, str):
         raise wrong_type(f"{container}[{index}].source.type", "a string", kind)
     at = f"{container}[{index}].source.type"
@@ -128,9 +123,7 @@ def _parts(content: Any, message: int) -> tuple[Part, ...]:
             parts.append(TextPart(field_str(block, "text", container, index)))
         elif kind == "tool_result":
             call_id = field_str(block, "tool_use_id", container, index)
-            is_error = block.get("is_error")
-            if is_error is not None and not isinstance(is_error, bool):
-                raise wrong_type(f"{container}[{index}].is_error", "a boolean", is_error)
+            is_error = optional_field_bool(block, "is_error", container, index)
             content_of = _tool_result_content(block.get("content"), message, index)
             parts.append(ToolResultPart(upstream_tool_id(call_id), content_of, bool(is_error)))
         elif kind == "tool_use":
@@ -152,15 +145,9 @@ def _parts(content: Any, message: int) -> tuple[Part, ...]:
 
 
 def _tool_use(block: dict[str, Any], at: str, index: int) -> ToolCallPart:
-    call_id = block.get("id")
-    name = block.get("name")
-    arguments = block.get("input")
-    if not isinstance(call_id, str):
-        raise wrong_type(f"{at}[{index}].id", "a string", call_id)
-    if not isinstance(name, str):
-        raise wrong_type(f"{at}[{index}].name", "a string", name)
-    if arguments is not None and not isinstance(arguments, dict):
-        raise wrong_type(f"{at}[{index}].input", "an object", arguments)
+    call_id = field_str(block, "id", at, index)
+    name = field_str(block, "name", at, index)
+    arguments = optional_field_object(block, "input", at, index)
     try:
         encoded = orjson.dumps(arguments or {}).decode()
     except orjson.JSONEncodeError as exc:
@@ -192,29 +179,13 @@ def _system(value: Any) -> tuple[tuple[TextPart, ...], str | None]:
     return tuple(parts), billing
 
 
-def _tools(value: list[Any] | None) -> tuple[ToolSpec, ...]:
-    if not value:
-        return ()
-    specs: list[ToolSpec] = []
-    for index, tool in enumerate(value):
-        if not isinstance(tool, dict):
-            raise wrong_type(f"tools[{index}]", "an object", tool)
-        kind = tool.get("type")
-        if kind is not None and not isinstance(kind, str):
-            raise wrong_type(f"tools[{index}].type", "a string", kind)
-        if kind not in (None, "custom"):
-            continue  # versioned server tools (web_search_…, bash_…) run only at Anthropic
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise wrong_type(f"tools[{index}].name", "a non-empty string", name)
-        description = tool.get("description")
-        if description is not None and not isinstance(description, str):
-            raise wrong_type(f"tools[{index}].description", "a string", description)
-        schema = tool.get("input_schema")
-        if schema is not None and not isinstance(schema, dict):
-            raise wrong_type(f"tools[{index}].input_schema", "an object", schema)
-        specs.append(ToolSpec(name, description, schema))
-    return tuple(specs)
+# Custom tools are the client's own; versioned server tools (web_search_…, bash_…) run only at Anthropic.
+_CLIENT_TOOLS = (None, "custom")
+
+
+def _server_tool(tool: dict[str, Any], kind: Any, index: int) -> None:
+    if not isinstance(kind, str):
+        raise wrong_type(f"tools[{index}].type", "a string", kind)
 
 
 def _tool_choice(value: dict[str, Any] | None) -> tuple[ToolChoice | None, bool | None]:
@@ -267,12 +238,7 @@ def _messages(raw_messages: list[Any]) -> tuple[Message, ...]:
             raise wrong_type(f"messages[{index}]", "an object", raw)
         role = raw.get("role")
         if role not in _ROLES:
-            if not isinstance(role, str):
-                raise wrong_type(f"messages[{index}].role", "'user', 'assistant' or 'system'", role)
-            raise RequestFormatError(
-                f"messages[{index}].role must be 'user', 'assistant' or 'system', not '{role}'",
-                param=f"messages[{index}].role",
-            )
+            raise not_one_of(f"messages[{index}].role", "'user', 'assistant' or 'system'", role)
         if "content" not in raw:
             raise missing(f"messages[{index}].content")
         messages.append(Message(role, _parts(raw["content"], index)))
@@ -302,13 +268,18 @@ def request_to_ir(body: Any) -> Request:
     provider_data: dict[str, Any] = {}
     if billing is not None:
         provider_data["billing_header"] = billing
+    stream = optional_bool(body, "stream") is True
+    tools: list[ToolSpec] = []
+    raw_tools = optional_list(body, "tools")
+    if raw_tools:
+        read_tools(raw_tools, "tools", tools, "input_schema", _CLIENT_TOOLS, _server_tool)
     return Request(
         model=model,
         system=system,
         messages=messages,
         max_output_tokens=max_tokens,
-        stream=optional_bool(body, "stream") is True,
-        tools=_tools(optional_list(body, "tools")),
+        stream=stream,
+        tools=tuple(tools),
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
         temperature=optional_number(body, "temperature"),

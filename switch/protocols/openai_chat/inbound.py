@@ -6,12 +6,20 @@ from typing import Any
 
 from switch.protocols.documents import chat_file
 from switch.protocols.fields import (
+    EFFORTS,
+    block_type,
+    field_object,
+    field_str,
     missing,
+    not_one_of,
+    openai_tool_choice,
     optional_bool,
     optional_dict,
+    optional_field_str,
     optional_list,
     optional_number,
     optional_str,
+    read_tools,
     string_list,
     token_count,
     wrong_type,
@@ -22,7 +30,6 @@ from switch.protocols.ir import (
     Message,
     Part,
     Reasoning,
-    ReasoningEffort,
     ReasoningPart,
     Request,
     RequestFormatError,
@@ -39,10 +46,6 @@ from switch.protocols.ir import (
 from switch.protocols.openai_chat.outbound import reasoning_of
 from switch.protocols.structured import read_openai_format
 
-_EFFORTS: dict[str, ReasoningEffort] = {
-    effort: effort for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-}
-_CHOICE_MODES = {"auto": ToolChoice("auto"), "none": ToolChoice("none"), "required": ToolChoice("required")}
 FINISH_REASONS: dict[str, str] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -53,58 +56,45 @@ FINISH_REASONS: dict[str, str] = {
 }
 
 
-def _parts(content: Any, where: str) -> list[TextPart | ImagePart | DocumentPart]:
+def _parts(content: Any, message: int) -> list[TextPart | ImagePart | DocumentPart]:
     if content is None:
         return []
     if isinstance(content, str):
         return [TextPart(content)]
+    container = f"messages[{message}].content"
     if not isinstance(content, list):
-        raise wrong_type(f"{where}.content", "a string or an array", content)
+        raise wrong_type(container, "a string or an array", content)
     parts: list[TextPart | ImagePart | DocumentPart] = []
     for index, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise wrong_type(f"{where}.content[{index}]", "an object", block)
-        kind = block.get("type")
+        kind = block_type(block, container, index)
         if kind == "text":
-            text = block.get("text")
-            if not isinstance(text, str):
-                raise wrong_type(f"{where}.content[{index}].text", "a string", text)
-            parts.append(TextPart(text))
+            parts.append(TextPart(field_str(block, "text", container, index)))
         elif kind == "image_url":
             image = block.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image
             if not isinstance(url, str):
-                raise wrong_type(f"{where}.content[{index}].image_url.url", "a string", url)
+                raise wrong_type(f"{container}[{index}].image_url.url", "a string", url)
             parts.append(image_from_url(url))
         elif kind == "file":
-            parts.append(chat_file(block, f"{where}.content", index))
-        elif not isinstance(kind, str):
-            raise wrong_type(f"{where}.content[{index}].type", "a string", kind)
+            parts.append(chat_file(block, container, index))
         # Audio and refusal parts have no equivalent upstream; they are left out.
     return parts
 
 
-def _tool_calls(value: Any, where: str) -> list[Part]:
+def _tool_calls(value: Any, message: int) -> list[Part]:
     if value is None:
         return []
+    container = f"messages[{message}].tool_calls"
     if not isinstance(value, list):
-        raise wrong_type(f"{where}.tool_calls", "an array", value)
+        raise wrong_type(container, "an array", value)
     calls: list[Part] = []
     for index, call in enumerate(value):
         if not isinstance(call, dict):
-            raise wrong_type(f"{where}.tool_calls[{index}]", "an object", call)
-        call_id = call.get("id")
-        if not isinstance(call_id, str):
-            raise wrong_type(f"{where}.tool_calls[{index}].id", "a string", call_id)
-        function = call.get("function")
-        if not isinstance(function, dict):
-            raise wrong_type(f"{where}.tool_calls[{index}].function", "an object", function)
-        name = function.get("name")
-        if not isinstance(name, str):
-            raise wrong_type(f"{where}.tool_calls[{index}].function.name", "a string", name)
-        arguments = function.get("arguments")
-        if arguments is not None and not isinstance(arguments, str):
-            raise wrong_type(f"{where}.tool_calls[{index}].function.arguments", "a string", arguments)
+            raise wrong_type(f"{container}[{index}]", "an object", call)
+        call_id = field_str(call, "id", container, index)
+        function = field_object(call, "function", container, index)
+        name = field_str(function, "name", container, index, "function.")
+        arguments = optional_field_str(function, "arguments", container, index, "function.")
         calls.append(ToolCallPart(call_id, name, arguments or ""))
     return calls
 
@@ -116,73 +106,38 @@ def _messages(raw_messages: list[Any]) -> tuple[list[TextPart], list[Message]]:
     for index, raw in enumerate(raw_messages):
         if not isinstance(raw, dict):
             raise wrong_type(f"messages[{index}]", "an object", raw)
-        where = f"messages[{index}]"
         role = raw.get("role")
         if role == "tool":
-            call_id = raw.get("tool_call_id")
-            if not isinstance(call_id, str):
-                raise wrong_type(f"{where}.tool_call_id", "a string", call_id)
-            results.append(ToolResultPart(call_id, tuple(_parts(raw.get("content"), where))))
+            call_id = field_str(raw, "tool_call_id", "messages", index)
+            results.append(ToolResultPart(call_id, tuple(_parts(raw.get("content"), index))))
             continue
         if results:
             messages.append(Message("user", tuple(results)))
             results = []
         if role in ("system", "developer"):
-            texts = [p for p in _parts(raw.get("content"), where) if isinstance(p, TextPart)]
+            texts = [p for p in _parts(raw.get("content"), index) if isinstance(p, TextPart)]
             if messages:
                 messages.append(Message("system", tuple(texts)))
             else:
                 system.extend(texts)
         elif role == "user":
-            messages.append(Message("user", tuple(_parts(raw.get("content"), where))))
+            messages.append(Message("user", tuple(_parts(raw.get("content"), index))))
         elif role == "assistant":
             parts: list[Part] = []
             reasoning = reasoning_of(raw)
             if reasoning:
                 parts.append(ReasoningPart(reasoning))
-            parts.extend(_parts(raw.get("content"), where))
-            parts.extend(_tool_calls(raw.get("tool_calls"), where))
+            parts.extend(_parts(raw.get("content"), index))
+            parts.extend(_tool_calls(raw.get("tool_calls"), index))
             messages.append(Message("assistant", tuple(parts)))
         else:
-            expected = "'system', 'developer', 'user', 'assistant' or 'tool'"
-            if not isinstance(role, str):
-                raise wrong_type(f"{where}.role", expected, role)
-            raise RequestFormatError(f"{where}.role must be {expected}, not '{role}'", param=f"{where}.role")
+            raise not_one_of(f"messages[{index}].role", "'system', 'developer', 'user', 'assistant' or 'tool'", role)
     if results:
         messages.append(Message("user", tuple(results)))
     return system, messages
 
 
-def _tools(value: list[Any] | None) -> tuple[ToolSpec, ...]:
-    if not value:
-        return ()
-    tools: list[ToolSpec] = []
-    for index, tool in enumerate(value):
-        if not isinstance(tool, dict):
-            raise wrong_type(f"tools[{index}]", "an object", tool)
-        function = tool.get("function")
-        if not isinstance(function, dict):
-            raise wrong_type(f"tools[{index}].function", "an object", function)
-        name = function.get("name")
-        if not isinstance(name, str) or not name:
-            raise wrong_type(f"tools[{index}].function.name", "a non-empty string", name)
-        description = function.get("description")
-        if description is not None and not isinstance(description, str):
-            raise wrong_type(f"tools[{index}].function.description", "a string", description)
-        parameters = function.get("parameters")
-        if parameters is not None and not isinstance(parameters, dict):
-            raise wrong_type(f"tools[{index}].function.parameters", "an object", parameters)
-        tools.append(ToolSpec(name, description, parameters))
-    return tuple(tools)
-
-
-def _tool_choice(choice: Any) -> ToolChoice | None:
-    if choice is None:
-        return None
-    if isinstance(choice, str):
-        return _CHOICE_MODES.get(choice)
-    if not isinstance(choice, dict):
-        raise wrong_type("tool_choice", "a string or an object", choice)
+def _named_tool(choice: dict[str, Any]) -> ToolChoice | None:
     function = choice.get("function")
     if function is None:
         return None
@@ -211,20 +166,27 @@ def request_to_ir(body: Any) -> Request:
         max_tokens, max_tokens_key = body.get("max_tokens"), "max_tokens"
     stop = body.get("stop")
     effort = optional_str(body, "reasoning_effort")
-    known_effort = _EFFORTS.get(effort) if effort else None
+    known_effort = EFFORTS.get(effort) if effort else None
     options = optional_dict(body, "stream_options")
     include_usage = options.get("include_usage") if options is not None else None
     if include_usage is not None and not isinstance(include_usage, bool):
         raise wrong_type("stream_options.include_usage", "a boolean", include_usage)
     user = optional_str(body, "user") or optional_str(body, "safety_identifier")
+    # Read in the order the fields were always checked, so a body with two faults is refused for the same one.
+    max_output_tokens = token_count(max_tokens, max_tokens_key)
+    stream = optional_bool(body, "stream") is True
+    tools: list[ToolSpec] = []
+    raw_tools = optional_list(body, "tools")
+    if raw_tools:
+        read_tools(raw_tools, "tools", tools, "parameters")
     return Request(
         model=model,
         system=tuple(system),
         messages=tuple(messages),
-        max_output_tokens=token_count(max_tokens, max_tokens_key),
-        stream=optional_bool(body, "stream") is True,
-        tools=_tools(optional_list(body, "tools")),
-        tool_choice=_tool_choice(body.get("tool_choice")),
+        max_output_tokens=max_output_tokens,
+        stream=stream,
+        tools=tuple(tools),
+        tool_choice=openai_tool_choice(body.get("tool_choice"), _named_tool),
         parallel_tool_calls=optional_bool(body, "parallel_tool_calls"),
         temperature=optional_number(body, "temperature"),
         top_p=optional_number(body, "top_p"),

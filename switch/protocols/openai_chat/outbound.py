@@ -16,12 +16,12 @@ import orjson
 from switch.protocols.carry import decode_reasoning, short_tool_name
 from switch.protocols.documents import stand_in
 from switch.protocols.ir import (
+    REASONING_EFFORTS,
     DocumentPart,
     ImagePart,
     Message,
     Part,
     Reasoning,
-    ReasoningEffort,
     ReasoningPart,
     Request,
     Response,
@@ -37,15 +37,6 @@ from switch.protocols.tools import CUSTOM_ARGUMENT, ToolIndex
 from switch.protocols.wire import array, count, label, name, obj, optional_text, response_with_usage, text
 
 ReasoningStyle = Literal["reasoning_effort", "chat_template_args", "thinking", "none"]
-_EFFORT_ORDER: tuple[ReasoningEffort, ...] = (
-    "none",
-    "minimal",
-    "low",
-    "medium",
-    "high",
-    "xhigh",
-    "max",
-)
 EMPTY_TOOL_OUTPUT = "(no output)"
 
 
@@ -84,9 +75,9 @@ def pick_effort(reasoning: Reasoning, levels: tuple[str, ...]) -> str | None:
         wanted = "none"
     if wanted is None:
         return None
-    rank = _EFFORT_ORDER.index(wanted)
+    rank = REASONING_EFFORTS.index(wanted)
     for level in levels:
-        if level in _EFFORT_ORDER and _EFFORT_ORDER.index(level) >= rank:
+        if level in REASONING_EFFORTS and REASONING_EFFORTS.index(level) >= rank:
             return level
     return levels[-1]
 

@@ -17,11 +17,18 @@ from typing import Any
 from switch.protocols.carry import decode_reasoning
 from switch.protocols.documents import responses_file
 from switch.protocols.fields import (
+    EFFORTS,
+    block_type,
+    field_str,
     missing,
+    not_one_of,
+    openai_tool_choice,
     optional_bool,
     optional_dict,
+    optional_field_str,
     optional_number,
     optional_str,
+    read_tools,
     token_count,
     wrong_type,
 )
@@ -31,7 +38,6 @@ from switch.protocols.ir import (
     Message,
     Part,
     Reasoning,
-    ReasoningEffort,
     ReasoningPart,
     Request,
     RequestFormatError,
@@ -39,7 +45,6 @@ from switch.protocols.ir import (
     TextPart,
     ToolCallPart,
     ToolChoice,
-    ToolKind,
     ToolResultPart,
     ToolSpec,
     image_from_url,
@@ -48,33 +53,23 @@ from switch.protocols.openai_responses.items import call_item, message_item, rea
 from switch.protocols.structured import read_openai_format
 from switch.protocols.tools import ToolIndex, flat_name
 
-_EFFORTS: dict[str, ReasoningEffort] = {
-    effort: effort for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _ROLES = ("user", "assistant", "system", "developer")
-_CHOICE_MODES = {"auto": ToolChoice("auto"), "none": ToolChoice("none"), "required": ToolChoice("required")}
+_FUNCTION_TOOLS = ("function",)
 _ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
-def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart | DocumentPart]:
+def _content_parts(content: Any, container: str) -> list[TextPart | ImagePart | DocumentPart]:
     if isinstance(content, str):
         return [TextPart(content)]
     if not isinstance(content, list):
-        raise wrong_type(f"{where}.content", "a string or an array", content)
+        raise wrong_type(container, "a string or an array", content)
     parts: list[TextPart | ImagePart | DocumentPart] = []
     for index, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise wrong_type(f"{where}.content[{index}]", "an object", block)
-        kind = block.get("type")
-        if not isinstance(kind, str):
-            raise wrong_type(f"{where}.content[{index}].type", "a string", kind)
+        kind = block_type(block, container, index)
         if kind in _TEXT_PARTS:
-            text = block.get("text")
-            if not isinstance(text, str):
-                raise wrong_type(f"{where}.content[{index}].text", "a string", text)
-            parts.append(TextPart(text))
+            parts.append(TextPart(field_str(block, "text", container, index)))
         elif kind == "input_image":
             url = block.get("image_url")
             if isinstance(url, dict):
@@ -83,29 +78,26 @@ def _content_parts(content: Any, where: str) -> list[TextPart | ImagePart | Docu
                 parts.append(image_from_url(url))
             elif url is None:
                 raise RequestFormatError(
-                    f"{where}.content[{index}]: input_image by file_id is not supported by this route; send image_url",
-                    param=f"{where}.content[{index}]",
+                    f"{container}[{index}]: input_image by file_id is not supported by this route; send image_url",
+                    param=f"{container}[{index}]",
                 )
             else:
-                raise wrong_type(f"{where}.content[{index}].image_url", "a string", url)
+                raise wrong_type(f"{container}[{index}].image_url", "a string", url)
         elif kind == "refusal":
-            refusal = block.get("refusal")
-            if not isinstance(refusal, str):
-                raise wrong_type(f"{where}.content[{index}].refusal", "a string", refusal)
-            parts.append(TextPart(refusal))
+            parts.append(TextPart(field_str(block, "refusal", container, index)))
         elif kind == "input_file":
-            parts.append(responses_file(block, f"{where}.content", index))
+            parts.append(responses_file(block, container, index))
     return parts
 
 
-def _output_parts(output: Any, where: str) -> tuple[TextPart | ImagePart | DocumentPart, ...]:
+def _output_parts(output: Any, item: int) -> tuple[TextPart | ImagePart | DocumentPart, ...]:
     if output is None:
         return ()
     if isinstance(output, str):
         return (TextPart(output),)
     if isinstance(output, list):
-        return tuple(_content_parts(output, f"{where}.output"))
-    raise wrong_type(f"{where}.output", "a string or an array", output)
+        return tuple(_content_parts(output, f"input[{item}].output.content"))
+    raise wrong_type(f"input[{item}].output", "a string or an array", output)
 
 
 def _summary_texts(value: Any, path: str) -> list[str]:
@@ -124,14 +116,12 @@ def _summary_texts(value: Any, path: str) -> list[str]:
     return texts
 
 
-def _reasoning_part(item: dict[str, Any], where: str) -> ReasoningPart:
-    token = item.get("encrypted_content")
-    if token is not None and not isinstance(token, str):
-        raise wrong_type(f"{where}.encrypted_content", "a string", token)
+def _reasoning_part(item: dict[str, Any], index: int) -> ReasoningPart:
+    token = optional_field_str(item, "encrypted_content", "input", index)
     text = decode_reasoning(token)
     if text is None:
-        chunks = _summary_texts(item.get("content"), f"{where}.content")
-        chunks = chunks or _summary_texts(item.get("summary"), f"{where}.summary")
+        chunks = _summary_texts(item.get("content"), f"input[{index}].content")
+        chunks = chunks or _summary_texts(item.get("summary"), f"input[{index}].summary")
         text = "".join(chunks)
     return ReasoningPart(text, token)
 
@@ -147,16 +137,24 @@ def _tools(
         return
     if not isinstance(raw, list):
         raise wrong_type(path, "an array", raw)
-    for index, tool in enumerate(raw):
-        if not isinstance(tool, dict):
-            raise wrong_type(f"{path}[{index}]", "an object", tool)
-        kind = tool.get("type")
+
+    def other(tool: dict[str, Any], kind: Any, index: int) -> None:
         if not isinstance(kind, str):
             raise wrong_type(f"{path}[{index}].type", "a string", kind)
-        description = tool.get("description")
-        if description is not None and not isinstance(description, str):
-            raise wrong_type(f"{path}[{index}].description", "a string", description)
-        if kind == "namespace":
+        description = optional_field_str(tool, "description", path, index)
+        if kind == "custom":
+            read_tools(
+                [tool],
+                path,
+                into,
+                "format",
+                ("custom",),
+                start=index,
+                grammar=True,
+                namespace=namespace,
+                namespace_description=ns_description,
+            )
+        elif kind == "namespace":
             if namespace is not None:
                 raise RequestFormatError(
                     f"{path}[{index}]: a namespace cannot hold another namespace", param=f"{path}[{index}]"
@@ -165,35 +163,14 @@ def _tools(
             if not isinstance(group, str) or not group:
                 raise wrong_type(f"{path}[{index}].name", "a non-empty string", group)
             _tools(tool.get("tools"), into, f"{path}[{index}].tools", group, description)
-            continue
-        if kind not in ("function", "custom"):
-            continue  # hosted tools (web_search, file_search, tool_search, …) need OpenAI to run them
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise wrong_type(f"{path}[{index}].name", "a non-empty string", name)
-        parameters: dict[str, Any] | None = None
-        fmt: dict[str, Any] | None = None
-        if kind == "function":
-            parameters = tool.get("parameters")
-            if parameters is not None and not isinstance(parameters, dict):
-                raise wrong_type(f"{path}[{index}].parameters", "an object", parameters)
-        else:
-            fmt = tool.get("format")
-            if fmt is not None and not isinstance(fmt, dict):
-                raise wrong_type(f"{path}[{index}].format", "an object", fmt)
-        spec_kind: ToolKind = "function" if kind == "function" else "custom"
-        into.append(
-            ToolSpec(flat_name(namespace, name), description, parameters, spec_kind, fmt, namespace, ns_description)
-        )
+        # Hosted tools (web_search, file_search, tool_search, …) need OpenAI to run them.
+
+    read_tools(
+        raw, path, into, "parameters", _FUNCTION_TOOLS, other, namespace=namespace, namespace_description=ns_description
+    )
 
 
-def _tool_choice(value: Any) -> ToolChoice | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return _CHOICE_MODES.get(value)
-    if not isinstance(value, dict):
-        raise wrong_type("tool_choice", "a string or an object", value)
+def _named_tool(value: dict[str, Any]) -> ToolChoice | None:
     if value.get("type") not in ("function", "custom"):
         return None
     name = value.get("name")
@@ -205,25 +182,15 @@ def _tool_choice(value: Any) -> ToolChoice | None:
     return ToolChoice("tool", flat_name(namespace, name)) if name else None
 
 
-def _call_part(item: dict[str, Any], kind: str, where: str) -> ToolCallPart:
-    call_id = item.get("call_id")
-    name = item.get("name")
-    namespace = item.get("namespace")
-    if not isinstance(call_id, str):
-        raise wrong_type(f"{where}.call_id", "a string", call_id)
-    if not isinstance(name, str):
-        raise wrong_type(f"{where}.name", "a string", name)
-    if namespace is not None and not isinstance(namespace, str):
-        raise wrong_type(f"{where}.namespace", "a string", namespace)
+def _call_part(item: dict[str, Any], kind: str, index: int) -> ToolCallPart:
+    call_id = field_str(item, "call_id", "input", index)
+    name = field_str(item, "name", "input", index)
+    namespace = optional_field_str(item, "namespace", "input", index)
     flat = flat_name(namespace, name)
     if kind == "function_call":
-        arguments = item.get("arguments")
-        if arguments is not None and not isinstance(arguments, str):
-            raise wrong_type(f"{where}.arguments", "a string", arguments)
+        arguments = optional_field_str(item, "arguments", "input", index)
         return ToolCallPart(call_id, flat, arguments or "", "function", namespace)
-    text = item.get("input")
-    if text is not None and not isinstance(text, str):
-        raise wrong_type(f"{where}.input", "a string", text)
+    text = optional_field_str(item, "input", "input", index)
     return ToolCallPart(call_id, flat, text or "", "custom", namespace)
 
 
@@ -233,14 +200,12 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
     outputs: list[Part] = []
 
     def flush_assistant() -> None:
-        if assistant:
-            messages.append(Message("assistant", tuple(assistant)))
-            assistant.clear()
+        messages.append(Message("assistant", tuple(assistant)))
+        assistant.clear()
 
     def flush_outputs() -> None:
-        if outputs:
-            messages.append(Message("user", tuple(outputs)))
-            outputs.clear()
+        messages.append(Message("user", tuple(outputs)))
+        outputs.clear()
 
     for index, item in enumerate(raw_input):
         if not isinstance(item, dict):
@@ -248,22 +213,22 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
         kind = item.get("type", "message")
         if not isinstance(kind, str):
             raise wrong_type(f"input[{index}].type", "a string", kind)
+        # The flushes are guarded here, not in them: most items change no turn.
         if kind in _ASSISTANT_ITEMS:
-            flush_outputs()
+            if outputs:
+                flush_outputs()
             if kind == "reasoning":
-                assistant.append(_reasoning_part(item, f"input[{index}]"))
+                assistant.append(_reasoning_part(item, index))
             else:
-                assistant.append(_call_part(item, kind, f"input[{index}]"))
+                assistant.append(_call_part(item, kind, index))
             continue
         if kind in _OUTPUT_ITEMS:
-            flush_assistant()
-            call_id = item.get("call_id")
-            if not isinstance(call_id, str):
-                raise wrong_type(f"input[{index}].call_id", "a string", call_id)
+            if assistant:
+                flush_assistant()
             outputs.append(
                 ToolResultPart(
-                    call_id,
-                    _output_parts(item.get("output"), f"input[{index}]"),
+                    field_str(item, "call_id", "input", index),
+                    _output_parts(item.get("output"), index),
                     False,
                     "custom" if kind == "custom_tool_call_output" else "function",
                 )
@@ -276,19 +241,17 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
             continue  # item_reference, web_search_call and other hosted-tool items
         role = item.get("role")
         if role not in _ROLES:
-            expected = "'user', 'assistant', 'system' or 'developer'"
-            if not isinstance(role, str):
-                raise wrong_type(f"input[{index}].role", expected, role)
-            raise RequestFormatError(
-                f"input[{index}].role must be {expected}, not '{role}'", param=f"input[{index}].role"
-            )
-        parts = _content_parts(item.get("content"), f"input[{index}]")
+            raise not_one_of(f"input[{index}].role", "'user', 'assistant', 'system' or 'developer'", role)
+        parts = _content_parts(item.get("content"), f"input[{index}].content")
         if role == "assistant":
-            flush_outputs()
+            if outputs:
+                flush_outputs()
             assistant.extend(parts)
             continue
-        flush_assistant()
-        flush_outputs()
+        if assistant:
+            flush_assistant()
+        if outputs:
+            flush_outputs()
         if role in ("system", "developer"):
             text_parts = tuple(p for p in parts if isinstance(p, TextPart))
             if not messages:
@@ -297,8 +260,10 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
                 messages.append(Message("system", text_parts))
         else:
             messages.append(Message("user", tuple(parts)))
-    flush_assistant()
-    flush_outputs()
+    if assistant:
+        flush_assistant()
+    if outputs:
+        flush_outputs()
     return messages
 
 
@@ -326,9 +291,9 @@ def request_to_ir(body: Any) -> Request:
     reasoning_config = optional_dict(body, "reasoning")
     effort = reasoning_config.get("effort") if reasoning_config is not None else None
     if effort is not None and not isinstance(effort, str):
-        raise wrong_type("reasoning.effort", "one of " + ", ".join(_EFFORTS), effort)
+        raise wrong_type("reasoning.effort", "one of " + ", ".join(EFFORTS), effort)
     # An effort level this version does not know is left to the upstream's default.
-    known_effort = _EFFORTS.get(effort) if effort else None
+    known_effort = EFFORTS.get(effort) if effort else None
     provider_data: dict[str, Any] = {}
     previous = optional_str(body, "previous_response_id")
     if previous:
@@ -344,7 +309,7 @@ def request_to_ir(body: Any) -> Request:
         max_output_tokens=token_count(body.get("max_output_tokens"), "max_output_tokens"),
         stream=optional_bool(body, "stream") is True,
         tools=tuple(tools),
-        tool_choice=_tool_choice(body.get("tool_choice")),
+        tool_choice=openai_tool_choice(body.get("tool_choice"), _named_tool),
         parallel_tool_calls=optional_bool(body, "parallel_tool_calls"),
         temperature=optional_number(body, "temperature"),
         top_p=optional_number(body, "top_p"),
