@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from switch import locations
 from switch.errors import ConfigError
+from switch.team.config import Team
 
 Api = Literal["openai-chat", "anthropic", "openai-responses"]
 APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses")
@@ -134,6 +135,8 @@ class Settings(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     """USD per million tokens by `provider/model`: input, cached_input, cache_write, output."""
     pricing: Pricing = Field(default_factory=Pricing)
+    team: Team | None = None
+    """The team ledger on PostgreSQL (switch.team); None: nothing is shipped."""
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
@@ -177,7 +180,13 @@ BUILTIN_MODEL_FAMILIES: tuple[tuple[str, ModelSettings], ...] = (
 
 def _allowed_keys(table: tuple[int | str, ...]) -> list[str]:
     """The keys config.toml allows in the table at `table` (empty where they are free-form, like [prices])."""
-    fixed: dict[str, type[BaseModel]] = {"server": Server, "defaults": Defaults, "routing": Routing, "pricing": Pricing}
+    fixed: dict[str, type[BaseModel]] = {
+        "server": Server,
+        "defaults": Defaults,
+        "routing": Routing,
+        "pricing": Pricing,
+        "team": Team,
+    }
     named: dict[str, type[BaseModel]] = {"providers": Provider, "models": ModelSettings}
     model: type[BaseModel] | None = None
     if not table:
