@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from switch.team.schema import CALLS_TABLE, DAILY_TABLE, calls_ddl, daily_ddl, daily_upsert
+from switch.team.schema import CALLS_TABLE, DAILY_TABLE, calls_ddl, daily_ddl, daily_upsert, helper_ddl
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,7 +36,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         2,
         f"create {DAILY_TABLE} (daily sums per member, project, harness, role, served model) and fill it",
-        lambda: [*daily_ddl(), daily_upsert(CALLS_TABLE)],
+        lambda: [*helper_ddl(), *daily_ddl(), daily_upsert(CALLS_TABLE)],
     ),
 )
 LATEST = MIGRATIONS[-1].version

@@ -60,8 +60,17 @@ def calls_ddl() -> list[str]:
 
 
 def pg_sum(sql: str) -> str:
-    """One `SUMS` expression summed on PostgreSQL (its comparisons are booleans there, counted as 0/1)."""
-    return f"COALESCE(SUM(({sql})::bigint), 0)"
+    """One `SUMS` expression summed on PostgreSQL (its comparisons are booleans there: `switch_n` counts them)."""
+    return f"COALESCE(SUM(switch_n({sql})), 0)"
+
+
+def helper_ddl() -> list[str]:
+    """`switch_n`: a number from either a count (boolean) or an amount (bigint), so `SUMS` reads as it is."""
+    return [
+        "CREATE FUNCTION switch_n(boolean) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE "
+        "AS 'SELECT $1::int::bigint'",
+        "CREATE FUNCTION switch_n(bigint) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT $1'",
+    ]
 
 
 DAY_SQL = "(to_timestamp(started_at) AT TIME ZONE 'UTC')::date"
