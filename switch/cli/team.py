@@ -20,7 +20,7 @@ def _team() -> Any:
     team = load_settings().team
     if team is None:
         raise ConfigError(
-            "no [team] table in config.toml; add one with ledger_url = \"postgresql://USER@HOST:PORT/DATABASE\" "
+            'no [team] table in config.toml; add one with ledger_url = "postgresql://USER@HOST:PORT/DATABASE" '
             "(see the README's Team ledger section)"
         )
     return team
@@ -70,8 +70,11 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         if connection is not None:
             connection.close()
     if as_json:
-        typer.echo(json.dumps({"member": team.member, "project": team.project, "origin": local.origin(),
-                               **lag.__dict__}, indent=2))
+        typer.echo(
+            json.dumps(
+                {"member": team.member, "project": team.project, "origin": local.origin(), **lag.__dict__}, indent=2
+            )
+        )
         return
     ok, line = local.describe(lag)
     typer.echo(line)
@@ -92,8 +95,9 @@ def team_spend(by: str | None, since: float | None, until: float | None, as_json
     with connect(team) as connection:
         rows = spend(connection, by, since, until)
     if as_json:
-        typer.echo(json.dumps({"team": True, "by": by, "since": since, "until": until, "groups": rows}, indent=2,
-                              default=str))
+        typer.echo(
+            json.dumps({"team": True, "by": by, "since": since, "until": until, "groups": rows}, indent=2, default=str)
+        )
         return
     if not rows:
         typer.echo("No team calls in that range.")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from switch.team.schema import CALLS_TABLE, DAILY_TABLE, calls_ddl, daily_ddl, daily_upsert, helper_ddl
+from switch.team.sql import CALLS_TABLE, DAILY_TABLE, daily_ddl, daily_upsert, helper_ddl
 
 if TYPE_CHECKING:
     import psycopg
@@ -31,8 +31,15 @@ class Migration:
     statements: Callable[[], list[str]]
 
 
+def _calls_ddl() -> list[str]:
+    # SQLAlchemy renders it from the local class: imported only when a migration runs (`switch team init`).
+    from switch.team.schema import calls_ddl
+
+    return calls_ddl()
+
+
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, f"create {CALLS_TABLE} (the local calls columns + origin, local_id, member, project)", calls_ddl),
+    Migration(1, f"create {CALLS_TABLE} (the local calls columns + origin, local_id, member, project)", _calls_ddl),
     Migration(
         2,
         f"create {DAILY_TABLE} (daily sums per member, project, harness, role, served model) and fill it",
@@ -42,14 +49,14 @@ MIGRATIONS: tuple[Migration, ...] = (
 LATEST = MIGRATIONS[-1].version
 
 
-def _ensure_meta(connection: psycopg.Connection[tuple[object, ...]]) -> None:
+def _ensure_meta(connection: psycopg.Connection[tuple[Any, ...]]) -> None:
     connection.execute(
         f"CREATE TABLE IF NOT EXISTS {META_TABLE} (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
         "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
     )
 
 
-def current_version(connection: psycopg.Connection[tuple[object, ...]]) -> int:
+def current_version(connection: psycopg.Connection[tuple[Any, ...]]) -> int:
     """The server schema's version (0: switch never created it)."""
     row = connection.execute("SELECT to_regclass(%s)", (META_TABLE,)).fetchone()
     if row is None or row[0] is None:
@@ -58,13 +65,13 @@ def current_version(connection: psycopg.Connection[tuple[object, ...]]) -> int:
     return int(version[0]) if version else 0
 
 
-def pending(connection: psycopg.Connection[tuple[object, ...]], target: int = LATEST) -> list[Migration]:
+def pending(connection: psycopg.Connection[tuple[Any, ...]], target: int = LATEST) -> list[Migration]:
     """The migrations `migrate` would apply, oldest first."""
     version = current_version(connection)
     return [migration for migration in MIGRATIONS if version < migration.version <= target]
 
 
-def migrate(connection: psycopg.Connection[tuple[object, ...]], target: int = LATEST) -> list[Migration]:
+def migrate(connection: psycopg.Connection[tuple[Any, ...]], target: int = LATEST) -> list[Migration]:
     """Apply what is pending up to `target`, each migration in its own transaction; returns what was applied."""
     applied: list[Migration] = []
     with connection.transaction():

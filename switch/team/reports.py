@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from switch.ledger.queries import finish
 from switch.ledger.rollups import SUMS
-from switch.team.schema import CALLS_TABLE, DAILY_SUMS, DAILY_TABLE, DAY_SQL, pg_sum
+from switch.team.sql import CALLS_TABLE, DAILY_SUMS, DAILY_TABLE, DAY_SQL, pg_sum
 
 if TYPE_CHECKING:
     import psycopg
@@ -31,18 +31,19 @@ _CALLS_SUMS = ", ".join(pg_sum(item.sql) for item in SUMS) + ", MIN(started_at),
 _DAILY_SUMS = ", ".join(f"SUM({name})::bigint" for name in DAILY_SUMS) + ", MIN(first_at), MAX(last_at)"
 
 
-
 def _day(timestamp: float) -> Any:
     return datetime.fromtimestamp(timestamp, UTC).date()
 
 
-def _split(since: float | None, until: float | None) -> tuple[tuple[float | None, float | None] | None, list[Any]]:
+def _split(
+    since: float | None, until: float | None
+) -> tuple[tuple[float | None, float | None] | None, list[tuple[float | None, float | None]]]:
     """The whole days of [since, until) for the rollup, and the partial edges for the calls table."""
     low = None if since is None else math.ceil(since / DAY) * DAY
     high = None if until is None else math.floor(until / DAY) * DAY
     if low is not None and high is not None and low >= high:
         return None, [(since, until)]
-    edges = []
+    edges: list[tuple[float | None, float | None]] = []
     if since is not None and low is not None and since < low:
         edges.append((since, low))
     if until is not None and high is not None and high < until:
@@ -97,11 +98,11 @@ def spend(
         low, high = whole
         where, params = _range("day", None if low is None else _day(low), None if high is None else _day(high))
         sql = f"SELECT {daily_group}, {_DAILY_SUMS} FROM {DAILY_TABLE} {where} GROUP BY 1"
-        _merge(merged, connection.execute(sql, params).fetchall())  # type: ignore[arg-type]
+        _merge(merged, connection.execute(sql, params).fetchall())
     for low, high in edges:
         where, params = _range("started_at", low, high)
         sql = f"SELECT {calls_group}, {_CALLS_SUMS} FROM {CALLS_TABLE} {where} GROUP BY 1"
-        _merge(merged, connection.execute(sql, params).fetchall())  # type: ignore[arg-type]
+        _merge(merged, connection.execute(sql, params).fetchall())
     rows = [finish(dict(zip(_KEYS, (group, *values), strict=True))) for group, values in merged.items()]
     rows.sort(key=lambda row: (-(row["spend_micros"] or 0), -(row["calls"] or 0)))
     ttft, tps = (
@@ -130,7 +131,7 @@ def _medians(
     )
     ttft: dict[Any, float] = {}
     tps: dict[Any, float] = {}
-    for name, median_ttft, median_tps in connection.execute(sql, params).fetchall():  # type: ignore[arg-type]
+    for name, median_ttft, median_tps in connection.execute(sql, params).fetchall():
         if median_ttft is not None:
             ttft[name] = float(median_ttft)
         if median_tps is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from switch.errors import SwitchError
 from switch.team.config import Team, conninfo, redact, where
@@ -15,7 +15,7 @@ class TeamServerError(SwitchError):
     """The team server cannot be reached or refused what switch asked of it."""
 
 
-def connect(team: Team, connect_timeout: int = 5) -> psycopg.Connection[tuple[object, ...]]:
+def connect(team: Team, connect_timeout: int = 5) -> psycopg.Connection[tuple[Any, ...]]:
     """An autocommit connection to the team server; raises TeamServerError naming the server and the fix."""
     import psycopg
 

@@ -22,7 +22,7 @@ from switch import locations
 from switch.team import local
 from switch.team.config import Team
 from switch.team.migrations import LATEST, current_version
-from switch.team.schema import CALLS_TABLE, LOCAL_COLUMNS, SHIPPED_COLUMNS, daily_upsert
+from switch.team.sql import CALLS_TABLE, LOCAL_COLUMNS, SHIPPED_COLUMNS, daily_upsert
 
 if TYPE_CHECKING:
     import psycopg
@@ -31,9 +31,7 @@ log = logging.getLogger("switch.team")
 
 _SELECT = f"SELECT id, {', '.join(LOCAL_COLUMNS)} FROM calls WHERE id > ? ORDER BY id LIMIT ?"
 _COLUMNS = ", ".join(SHIPPED_COLUMNS)
-_STAGE = (
-    f"CREATE TEMP TABLE switch_incoming ON COMMIT DROP AS SELECT {_COLUMNS} FROM {CALLS_TABLE} WITH NO DATA"
-)
+_STAGE = f"CREATE TEMP TABLE switch_incoming ON COMMIT DROP AS SELECT {_COLUMNS} FROM {CALLS_TABLE} WITH NO DATA"
 _COPY = f"COPY switch_incoming ({_COLUMNS}) FROM STDIN"
 _INSERT = (
     f"WITH new AS (INSERT INTO {CALLS_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} FROM switch_incoming "
@@ -56,7 +54,7 @@ class Shipper:
         poll_seconds: float = 2.0,
         min_backoff: float = 1.0,
         max_backoff: float = 300.0,
-        connect: Callable[[Team], psycopg.Connection[tuple[object, ...]]] | None = None,
+        connect: Callable[[Team], psycopg.Connection[tuple[Any, ...]]] | None = None,
     ) -> None:
         self.team = team
         self.database = database or locations.ledger_file()
@@ -67,7 +65,7 @@ class Shipper:
         self._connect = connect
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._server: psycopg.Connection[tuple[object, ...]] | None = None
+        self._server: psycopg.Connection[tuple[Any, ...]] | None = None
         self._ledger: sqlite3.Connection | None = None
         self.failures = 0
         self.shipped = 0
@@ -155,7 +153,7 @@ class Shipper:
             )
         return self._ledger
 
-    def _server_connection(self) -> psycopg.Connection[tuple[object, ...]]:
+    def _server_connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._server is None or self._server.closed:
             if self._connect is not None:
                 server = self._connect(self.team)

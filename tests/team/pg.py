@@ -73,14 +73,26 @@ class Cluster:
         if self.as_postgres:
             shutil.chown(self.root, "postgres")
             shutil.chown(self.socket_dir, "postgres")
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
-                  "--no-sync", "-E", "UTF8", "--locale=C")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        )
 
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         options = f"-p {self.port} -k {self.socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "-t", "60",
-                  "start")
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "-t", "60", "start"
+        )
 
     def stop(self) -> None:
         """Stop the server at once (as a crash or an outage would)."""
@@ -88,8 +100,21 @@ class Cluster:
 
     def psql(self, sql: str, database: str = "postgres") -> str:
         """Run `sql` as the superuser over the unix socket."""
-        return self._run("psql", "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres", "-d", database,
-                         "-v", "ON_ERROR_STOP=1", "-Atc", sql).stdout
+        return self._run(
+            "psql",
+            "-h",
+            str(self.socket_dir),
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            database,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-Atc",
+            sql,
+        ).stdout
 
     def create_role(self) -> None:
         """The role the tests connect as, with a password."""
