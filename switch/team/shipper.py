@@ -81,6 +81,8 @@ class Shipper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        else:
+            self._close()  # used without its thread (`ship_some` called directly)
 
     def _run(self) -> None:
         try:
@@ -123,14 +125,12 @@ class Shipper:
             self._check_replaced(ledger, after)
             return 0
         server = self._server_connection()
-        origin = local.origin()
-        identity = (origin,)
-        member, project = self.team.member, self.team.project
+        origin, member, project = local.origin(), self.team.member, self.team.project
         with server.transaction():
             server.execute(_STAGE)
             with server.cursor().copy(_COPY) as copy:
                 for row in rows:
-                    copy.write_row((*identity, row[0], member, project, *row[1:]))
+                    copy.write_row((origin, row[0], member, project, *row[1:]))
             server.execute(_INSERT)
         local.advance(int(rows[-1][0]))
         self.shipped += len(rows)

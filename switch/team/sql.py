@@ -25,7 +25,7 @@ DAILY_SUMS: tuple[str, ...] = tuple(item.name for item in SUMS)
 
 def pg_sum(sql: str) -> str:
     """One `SUMS` expression summed on PostgreSQL (its comparisons are booleans there: `switch_n` counts them)."""
-    return f"COALESCE(SUM(switch_n({sql})), 0)"
+    return f"COALESCE(SUM(switch_n({sql})), 0)::bigint"
 
 
 def helper_ddl() -> list[str]:
