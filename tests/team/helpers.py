@@ -51,9 +51,9 @@ def add_rows(home: Path, first: int, count: int, total: int, span: float = 5 * 8
         connection.close()
 
 
-def switch(home: Path, *args: str, password: str = PASSWORD) -> Any:
+def switch(home: Path, *args: str, password: str = PASSWORD, stdin_text: str | None = None) -> Any:
     """`switch ARGS` run from `home` with the team password in the environment."""
-    return run_switch(*args, env={"SWITCH_HOME": str(home), "SWITCH_TEAM_PASSWORD": password})
+    return run_switch(*args, env={"SWITCH_HOME": str(home), "SWITCH_TEAM_PASSWORD": password}, stdin=stdin_text)
 
 
 def spend_json(home: Path, *args: str) -> list[dict[str, Any]]:
