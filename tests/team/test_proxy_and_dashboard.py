@@ -7,10 +7,10 @@ from typing import Any
 
 import anthropic
 import pytest
+from switch.ui import format as fmt
 from textual.widgets import DataTable, Static
 
 from switch.team import local
-from switch.ui import format as fmt
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.fake_upstream import FakeChatUpstream
 from tests.ledger_seed import FROZEN_NOW

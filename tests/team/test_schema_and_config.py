@@ -16,6 +16,7 @@ from switch.errors import ConfigError
 from switch.ledger.columns import COLUMNS
 from switch.team import local
 from switch.team.migrations import LATEST, current_version, migrate
+from switch.team.server import TeamServerError
 from switch.team.shipper import Shipper
 from tests.ledger_seed import seeded_rows
 from tests.team.helpers import add_rows, connect, make_home, spend_json, switch
@@ -125,8 +126,9 @@ def test_a_wrong_password_never_shows_and_the_right_one_never_reaches_a_file(
     assert team is not None
     shipper = Shipper(team)
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(TeamServerError, match="password authentication failed") as caught:
             shipper.ship_some()
+        assert wrong not in caught.value.message and PASSWORD not in caught.value.message
     finally:
         shipper.stop()
     monkeypatch.setenv("SWITCH_TEAM_PASSWORD", PASSWORD)
