@@ -55,7 +55,12 @@ class Stack:
 
 @contextmanager
 def serving(
-    home: Path, upstream_args: tuple[str, ...] = (), proxy_args: tuple[str, ...] = (), pin: bool = True
+    home: Path,
+    upstream_args: tuple[str, ...] = (),
+    proxy_args: tuple[str, ...] = (),
+    pin: bool = True,
+    extra_config: str = "",
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
     """The fake upstream and `switch serve` of `home` routing Baseten to it, once both listen.
 
@@ -65,13 +70,14 @@ def serving(
     upstream_port, proxy_port = free_port(), free_port()
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n', encoding="utf-8"
+        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n{extra_config}', encoding="utf-8"
     )
     env = {
         **os.environ,
         "SWITCH_HOME": str(home),
         "BASETEN_API_KEY": "bench-key",
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+        **(extra_env or {}),
     }
     upstream = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port), *upstream_args], env=env

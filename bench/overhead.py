@@ -9,12 +9,18 @@ already-translated body, then the same call through the proxy, interleaved, and 
 the proxy adds.
 
     python bench/overhead.py [--requests 400] [--concurrency 16]
+    python bench/overhead.py --team [--backlog 200000]
+
+With `--team`, a throwaway PostgreSQL server is started (its binaries from the OS packages) and two proxies
+run side by side, one without a [team] table and one whose shipper is catching up on a backlog of
+`--backlog` unshipped rows while the calls are measured; each workload is measured on both in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -167,15 +173,67 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
+    """The proxy's overhead without a team ledger and with its shipper busy, measured in the same run."""
+    import subprocess
+
+    from switch.team import local
+    from tests.ledger_seed import seed_ledger
+    from tests.team.pg import PASSWORD, Cluster
+
+    results: dict[str, Any] = {}
+    cluster = Cluster()
+    try:
+        cluster.init()
+        cluster.start()
+        cluster.create_role()
+        url = cluster.new_database()
+        plain_home = Path(tempfile.mkdtemp(prefix="switch-bench-plain-"))
+        team_home = Path(tempfile.mkdtemp(prefix="switch-bench-team-"))
+        team_config = f'\n[team]\nledger_url = "{url}"\nmember = "bench"\n'
+        team_env = {"SWITCH_TEAM_PASSWORD": PASSWORD}
+        (team_home / "config.toml").write_text(team_config)
+        env = {**os.environ, "SWITCH_HOME": str(team_home), **team_env}
+        subprocess.run([sys.executable, "-m", "switch", "team", "init", "--yes"], env=env, check=True, cwd=ROOT)
+        seed_ledger(team_home / "ledger.db", args.backlog, time.time(), 86400)
+        with serving(plain_home) as plain, serving(team_home, extra_config=team_config, extra_env=team_env) as team:
+            os.environ["SWITCH_HOME"] = str(team_home)
+            started, shipped_before = time.perf_counter(), local.cursor()
+            for name, build, to_ir, path, marker in WORKLOADS:
+                for stream in (False, True):
+                    inbound_body = build(stream=stream)
+                    chat_body = orjson.dumps(request_from_ir(to_ir(inbound_body), KIMI))
+                    label = f"{name}, {'stream' if stream else 'no stream'}"
+                    for kind, stack in (("no team", plain), ("shipping", team)):
+                        results[f"{label} [{kind}]"] = await paired(
+                            f"{label[:22]} [{kind}]",
+                            (stack.upstream_port, "/v1/chat/completions", chat_body, b'"content":"tok'),
+                            (stack.proxy_port, path, orjson.dumps(inbound_body), marker),
+                            args.requests,
+                        )
+            elapsed = time.perf_counter() - started
+            shipped = local.cursor() - shipped_before
+        print(
+            f"rows the shipper sent to PostgreSQL meanwhile: {shipped} in {elapsed:.1f} s ({shipped / elapsed:.0f}/s)"
+        )
+        results["shipped_rows"] = shipped
+    finally:
+        cluster.remove()
+    return results
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--team", action="store_true", help="Compare: no team ledger vs its shipper running.")
+    parser.add_argument("--backlog", type=int, default=200_000, help="With --team: unshipped rows at the start.")
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(main(parser.parse_args()))
+    arguments = parser.parse_args()
+    asyncio.run(compare_team(arguments) if arguments.team else main(arguments))
