@@ -161,3 +161,18 @@ def test_without_a_team_table_psycopg_is_never_imported(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_password_stored_with_keys_set_team_is_used(
+    team_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = make_home(tmp_path, "ana", team_url, "ana")
+    env = {"SWITCH_HOME": str(home), "SWITCH_TEAM_PASSWORD": ""}
+    from tests.commands import run_switch
+
+    stored = run_switch("keys", "set", "team", env=env, stdin=PASSWORD + "\n")
+    assert stored.returncode == 0, stored.stderr
+    assert PASSWORD not in stored.stdout + stored.stderr
+    done = run_switch("team", "init", "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "applied 2 migration(s)" in done.stdout
