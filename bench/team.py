@@ -76,7 +76,8 @@ def main(args: argparse.Namespace) -> None:
         url = cluster.new_database()
         home = Path(tempfile.mkdtemp(prefix="switch-bench-team-"))
         (home / "config.toml").write_text(f'[team]\nledger_url = "{url}"\nmember = "shipper"\n')
-        env = {**os.environ, "SWITCH_HOME": str(home), "SWITCH_TEAM_PASSWORD": PASSWORD}
+        os.environ.update({"SWITCH_HOME": str(home), "SWITCH_TEAM_PASSWORD": PASSWORD})
+        env = dict(os.environ)
         subprocess.run([sys.executable, "-m", "switch", "team", "init", "--yes"], env=env, check=True, cwd=ROOT)
         print(f"filling {args.rows:,} rows by COPY …", flush=True)
         seconds = fill(url, args.rows)
@@ -93,7 +94,6 @@ def main(args: argparse.Namespace) -> None:
         ):
             print(f"`switch {' '.join(query)}` on {args.rows:,} rows: {timed(env, query, args.repeat) * 1000:.0f} ms")
         seed_ledger(home / "ledger.db", args.ship, time.time(), 86400)
-        os.environ.update({"SWITCH_HOME": str(home), "SWITCH_TEAM_PASSWORD": PASSWORD})
         from switch.config import load_settings
         from switch.team.shipper import Shipper
 
