@@ -67,6 +67,29 @@ def timed(env: dict[str, str], args: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
+def in_process(url: str) -> None:
+    """Where a report's time goes: the sums (rollup + edges) and the medians, each query alone, median of 3."""
+    import psycopg
+
+    from switch.ledger.times import parse_time
+    from switch.team.config import Team, conninfo
+    from switch.team.reports import spend
+
+    with psycopg.connect(conninfo(Team(ledger_url=url, member="bench")), autocommit=True) as connection:
+        for by, since in ((None, None), ("member", None), ("model", None), ("role", "7d"), ("member", "30d")):
+            for medians in (False, True):
+                times = []
+                for _ in range(3):
+                    started = time.perf_counter()
+                    spend(connection, by, parse_time(since), None, medians=medians)
+                    times.append(time.perf_counter() - started)
+                what = f"--by {by or 'total'}" + (f" --since {since}" if since else "")
+                print(
+                    f"  query {what:<24} {'with medians' if medians else 'sums only':<13}"
+                    f" {statistics.median(times) * 1000:6.0f} ms"
+                )
+
+
 def main(args: argparse.Namespace) -> None:
     cluster = Cluster()
     try:
@@ -93,6 +116,7 @@ def main(args: argparse.Namespace) -> None:
             ["spend", "--team", "--by", "member", "--since", "30d", "--json"],
         ):
             print(f"`switch {' '.join(query)}` on {args.rows:,} rows: {timed(env, query, args.repeat) * 1000:.0f} ms")
+        in_process(url)
         seed_ledger(home / "ledger.db", args.ship, time.time(), 86400)
         from switch.config import load_settings
         from switch.team.shipper import Shipper
