@@ -30,11 +30,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("switch.team")
 
 _SELECT = f"SELECT id, {', '.join(LOCAL_COLUMNS)} FROM calls WHERE id > ? ORDER BY id LIMIT ?"
-_COLUMNS = ", ".join(SHIPPED_COLUMNS)
-_STAGE = f"CREATE TEMP TABLE switch_incoming ON COMMIT DROP AS SELECT {_COLUMNS} FROM {CALLS_TABLE} WITH NO DATA"
-_COPY = f"COPY switch_incoming ({_COLUMNS}) FROM STDIN"
+_LOCAL = ", ".join(("local_id", *LOCAL_COLUMNS))
+_STAGE = f"CREATE TEMP TABLE switch_incoming ON COMMIT DROP AS SELECT {_LOCAL} FROM {CALLS_TABLE} WITH NO DATA"
+# The local rows go as they are read (no per-row Python work to add who sent them): origin, member and
+# project are parameters of the insert.
+_COPY = f"COPY switch_incoming ({_LOCAL}) FROM STDIN"
 _INSERT = (
-    f"WITH new AS (INSERT INTO {CALLS_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} FROM switch_incoming "
+    f"WITH new AS (INSERT INTO {CALLS_TABLE} ({', '.join(SHIPPED_COLUMNS)}) "
+    f"SELECT %s, local_id, %s, %s, {', '.join(LOCAL_COLUMNS)} FROM switch_incoming "
     f"ON CONFLICT (origin, local_id) DO NOTHING RETURNING *) " + daily_upsert("new")
 )
 
@@ -50,8 +53,9 @@ class Shipper:
         self,
         team: Team,
         database: Path | None = None,
-        batch_size: int = 5000,
+        batch_size: int = 2000,
         poll_seconds: float = 2.0,
+        pace: float = 1.0,
         min_backoff: float = 1.0,
         max_backoff: float = 300.0,
         connect: Callable[[Team], psycopg.Connection[tuple[Any, ...]]] | None = None,
@@ -60,6 +64,7 @@ class Shipper:
         self.database = database or locations.ledger_file()
         self.batch_size = batch_size
         self.poll_seconds = poll_seconds
+        self.pace = pace
         self.min_backoff = min_backoff
         self.max_backoff = max_backoff
         self._connect = connect
@@ -105,10 +110,14 @@ class Shipper:
             return True
         started, sent = time.monotonic(), 0
         for _ in range(max_batches):
+            batch_started = time.monotonic()
             count = self.ship_batch(ledger)
             sent += count
             if count < self.batch_size or self._stop.is_set():
                 break
+            # Catching up on a backlog: rest `pace` times as long as the batch took, so the proxy's own
+            # threads keep most of the interpreter (the batch's Python work holds the GIL).
+            self._stop.wait(self.pace * (time.monotonic() - batch_started))
         if sent or self.last_error is not None or self.failures:
             elapsed = time.monotonic() - started
             self.failures, self.last_error = 0, None
@@ -130,8 +139,8 @@ class Shipper:
             server.execute(_STAGE)
             with server.cursor().copy(_COPY) as copy:
                 for row in rows:
-                    copy.write_row((origin, row[0], member, project, *row[1:]))
-            server.execute(_INSERT)
+                    copy.write_row(row)
+            server.execute(_INSERT, (origin, member, project))
         local.advance(int(rows[-1][0]))
         self.shipped += len(rows)
         return len(rows)
