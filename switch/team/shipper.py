@@ -4,7 +4,8 @@ It reads rows after the cursor from the local ledger (read-only), sends a batch 
 temporary table, inserts what the server does not have yet (ON CONFLICT DO NOTHING on origin + local
 id) and adds exactly those rows to the daily rollup, all in one transaction; only after the commit does
 the cursor move. A crash between commit and cursor re-sends the batch, which then inserts nothing. While
-the server is unreachable it waits with exponential backoff (capped), and catches up when it returns.
+the server is unreachable it waits with exponential backoff (capped), and catches up when it returns,
+paced (resting `pace` times as long as each batch took) so a backlog never crowds the proxy's own threads.
 The proxy's request path never touches it: the recorder writes SQLite, this thread only reads it.
 """
 
@@ -55,7 +56,7 @@ class Shipper:
         database: Path | None = None,
         batch_size: int = 2000,
         poll_seconds: float = 2.0,
-        pace: float = 1.0,
+        pace: float = 4.0,
         min_backoff: float = 1.0,
         max_backoff: float = 300.0,
         connect: Callable[[Team], psycopg.Connection[tuple[Any, ...]]] | None = None,
