@@ -60,6 +60,7 @@ def serving(
     proxy_args: tuple[str, ...] = (),
     pin: bool = True,
     extra_config: str = "",
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
     """The fake upstream and `switch serve` of `home` routing Baseten to it, once both listen.
 
@@ -76,6 +77,7 @@ def serving(
         "SWITCH_HOME": str(home),
         "BASETEN_API_KEY": "bench-key",
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+        **(extra_env or {}),
     }
     upstream = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port), *upstream_args], env=env

@@ -15,12 +15,19 @@ the proxy adds.
 with three budgets (one of them acting on every call) and metrics on, and times the same calls
 through both, each right after a direct call to its own upstream, to show what budgets and metrics
 add. Neither proxy is pinned there: pinning two proxies to one core favours whichever started last.
+
+    python bench/overhead.py --team [--backlog 200000]
+
+With `--team`, a throwaway PostgreSQL server is started (its binaries from the OS packages) and two proxies
+are measured one after the other in the same run: one without a [team] table, then one whose shipper is
+catching up on a backlog of `--backlog` unshipped rows while its calls are measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -233,12 +240,70 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
+    """The proxy's overhead without a team ledger and with its shipper busy, measured in the same run."""
+    import subprocess
+
+    from switch.team import local
+    from tests.ledger_seed import seed_ledger
+    from tests.team.pg import PASSWORD, Cluster
+
+    results: dict[str, Any] = {}
+    cluster = Cluster()
+    try:
+        cluster.init()
+        cluster.start()
+        cluster.create_role()
+        url = cluster.new_database()
+        plain_home = Path(tempfile.mkdtemp(prefix="switch-bench-plain-"))
+        team_home = Path(tempfile.mkdtemp(prefix="switch-bench-team-"))
+        team_config = f'\n[team]\nledger_url = "{url}"\nmember = "bench"\n'
+        team_env = {"SWITCH_TEAM_PASSWORD": PASSWORD}
+        (team_home / "config.toml").write_text(team_config)
+        env = {**os.environ, "SWITCH_HOME": str(team_home), **team_env}
+        subprocess.run([sys.executable, "-m", "switch", "team", "init", "--yes"], env=env, check=True, cwd=ROOT)
+        seed_ledger(team_home / "ledger.db", args.backlog, time.time(), 86400)
+        os.environ["SWITCH_HOME"] = str(team_home)
+        shipped, elapsed = 0, 0.0
+        # One proxy at a time (both would share the pinned core): the first without a team ledger, then the one
+        # whose shipper works through its backlog while it is measured.
+        for kind, home, config, extra_env in (
+            ("no team", plain_home, "", {}),
+            ("shipping", team_home, team_config, team_env),
+        ):
+            with serving(home, extra_config=config, extra_env=extra_env) as stack:
+                started, shipped_before = time.perf_counter(), local.cursor()
+                for name, build, to_ir, path, marker in WORKLOADS:
+                    for stream in (False, True):
+                        inbound_body = build(stream=stream)
+                        chat_body = orjson.dumps(request_from_ir(to_ir(inbound_body), KIMI))
+                        label = f"{name}, {'stream' if stream else 'no stream'}"
+                        results[f"{label} [{kind}]"] = await paired(
+                            f"{label[:22]} [{kind}]",
+                            (stack.upstream_port, "/v1/chat/completions", chat_body, b'"content":"tok'),
+                            (stack.proxy_port, path, orjson.dumps(inbound_body), marker),
+                            args.requests,
+                        )
+                if kind == "shipping":
+                    elapsed = time.perf_counter() - started
+                    shipped = local.cursor() - shipped_before
+        print(
+            f"rows the shipper sent to PostgreSQL meanwhile: {shipped} in {elapsed:.1f} s ({shipped / elapsed:.0f}/s)"
+        )
+        results["shipped_rows"] = shipped
+    finally:
+        cluster.remove()
+    return results
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--budgets", action="store_true", help="Budgets and metrics on versus off instead.")
+    parser.add_argument("--team", action="store_true", help="Compare: no team ledger vs its shipper running.")
+    parser.add_argument("--backlog", type=int, default=200_000, help="With --team: unshipped rows at the start.")
     try:
         import uvloop
 
@@ -246,4 +311,9 @@ if __name__ == "__main__":
     except ImportError:
         pass
     arguments = parser.parse_args()
-    asyncio.run(budgets_on_off(arguments) if arguments.budgets else main(arguments))
+    if arguments.budgets:
+        asyncio.run(budgets_on_off(arguments))
+    elif arguments.team:
+        asyncio.run(compare_team(arguments))
+    else:
+        asyncio.run(main(arguments))

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from switch import locations
 from switch.budgets.rules import Budget, BudgetAction, check_budgets
 from switch.errors import ConfigError
+from switch.team.config import Team
 
 Api = Literal["openai-chat", "anthropic", "openai-responses"]
 APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses")
@@ -139,6 +140,8 @@ class Settings(BaseModel):
     pricing: Pricing = Field(default_factory=Pricing)
     budgets: list[Budget] = Field(default_factory=list)
     """`[[budgets]]`: caps in USD per period with their actions (see `switch.budgets.rules`)."""
+    team: Team | None = None
+    """The team ledger on PostgreSQL (switch.team); None: nothing is shipped."""
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
@@ -182,7 +185,13 @@ BUILTIN_MODEL_FAMILIES: tuple[tuple[str, ModelSettings], ...] = (
 
 def _allowed_keys(table: tuple[int | str, ...]) -> list[str]:
     """The keys config.toml allows in the table at `table` (empty where they are free-form, like [prices])."""
-    fixed: dict[str, type[BaseModel]] = {"server": Server, "defaults": Defaults, "routing": Routing, "pricing": Pricing}
+    fixed: dict[str, type[BaseModel]] = {
+        "server": Server,
+        "defaults": Defaults,
+        "routing": Routing,
+        "pricing": Pricing,
+        "team": Team,
+    }
     named: dict[str, type[BaseModel]] = {"providers": Provider, "models": ModelSettings}
     model: type[BaseModel] | None = None
     if not table:

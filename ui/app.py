@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual import on
 from textual.app import App, ComposeResult
@@ -36,6 +37,8 @@ class SwitchDashboard(App[None]):
         Binding("t", "show_tab('trends')", "Trends"),
         Binding("s", "show_tab('sessions')", "Sessions"),
         Binding("p", "show_tab('presets')", "Presets"),
+        # Only with a [team] table; not in the footer, whose keys are the same for everyone.
+        Binding("m", "show_tab('team')", "Team", show=False),
         Binding("r", "cycle_range", "Range"),
         Binding("slash", "focus_filter", "Filter", show=False),
         # Escape leaves the text filter or a dropdown for the tab's table, where `q` quits again.
@@ -65,6 +68,11 @@ class SwitchDashboard(App[None]):
             yield TrendsPane(self.ledger, self.clock)
             yield SessionsPane(self.ledger, self.clock)
             yield HealthPane(self.ledger, self.clock)
+            team = _team_settings()
+            if team is not None:
+                from .panes.team import TeamPane
+
+                yield TeamPane(self.ledger, self.clock, team)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -113,7 +121,9 @@ class SwitchDashboard(App[None]):
 
     def action_show_tab(self, tab: str) -> None:
         """Switch to a tab."""
-        self.query_one(TabbedContent).active = tab
+        tabs = self.query_one(TabbedContent)
+        if tabs.query(f"#{tab}"):  # the Team tab exists only with a [team] table
+            tabs.active = tab
 
     def action_cycle_range(self) -> None:
         """Next time range."""
@@ -130,6 +140,17 @@ class SwitchDashboard(App[None]):
         """Jump to the text filter on the Calls tab."""
         self.query_one(TabbedContent).active = "calls"
         self.query_one(CallsPane).focus_filter()
+
+
+def _team_settings() -> Any:
+    """The [team] settings, or None (also when config.toml cannot be read: the health tab says why)."""
+    from switch.config import load_settings
+    from switch.errors import SwitchError
+
+    try:
+        return load_settings().team
+    except SwitchError:
+        return None
 
 
 def make_app(

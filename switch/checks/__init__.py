@@ -258,6 +258,10 @@ def diagnose(probe: bool = False) -> list[Check]:
         results.append(running)
     if state.health is not None and isinstance(state.health.get("ledger"), dict):
         results.append(check("ledger", *ledger_summary(state.health["ledger"])))
+    if settings.team is not None:
+        from switch.checks.team import team_check
+
+        results.append(team_check())
     results.extend(wiring_checks(state))
     results.extend(budget_checks(settings, state.health))
     if preset is not None:

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve
+from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve, team
 
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
@@ -89,6 +89,7 @@ keys.register(app)
 doctor.register(app)
 demo.register(app)
 budgets.register(app)
+team.register(app)
 
 
 @app.command()

@@ -170,6 +170,16 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
         typer.echo(f"switch proxy stopped (pid {result['pid']})")
 
+    def _team_lag() -> dict[str, Any] | None:
+        from switch.config import load_settings
+
+        if load_settings().team is None:
+            return None
+        from switch.checks.team import team_lag_line
+
+        ok, line, fix = team_lag_line()
+        return {"ok": ok, "line": line, "fix": fix}
+
     @app.command("status")
     def status_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
         """Whether the proxy runs, on which port, since when, with which preset (exit code 1 when it does not)."""
@@ -182,6 +192,9 @@ def register(app: typer.Typer) -> None:
             "home": daemon.this_home(),
             "preset": active_name() or "(none: [defaults] model)",
         }
+        team = _team_lag()
+        if team is not None:
+            result["team"] = team
         if as_json:
             typer.echo(json.dumps(result, indent=2))
         elif result.get("running"):
@@ -220,6 +233,8 @@ def register(app: typer.Typer) -> None:
             )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
+        if team is not None and not as_json:
+            typer.echo(team["line"] if team["ok"] else f"warning: {team['line']}\n  fix: {team['fix']}")
         if not result.get("running"):
             raise typer.Exit(1)
 

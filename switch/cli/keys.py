@@ -33,8 +33,10 @@ def register(app: typer.Typer) -> None:
         from switch import keys
         from switch.config import load_settings
 
-        known = load_settings().providers
-        if provider not in known:
+        settings = load_settings()
+        known = settings.providers
+        # `team`: the team ledger's password (switch.team), looked up only with a [team] table.
+        if provider not in known and not (provider == "team" and settings.team is not None):
             # A key no provider looks up would never show in `keys list` nor reach a call.
             _fail(
                 f"unknown provider '{provider}' (known: {', '.join(sorted(known))}); "

@@ -43,14 +43,24 @@ def register(app: typer.Typer) -> None:
         since: str = typer.Option(None, help="Start: 1h, 24h, 7d, today, or an ISO date."),
         until: str = typer.Option(None, help="End, same forms."),
         by: str = typer.Option(
-            None, help="Group by day, model, role, harness, session, preset, provider or requested."
+            None,
+            help="Group by day, model, role, harness, session, preset, provider or requested "
+            "(with --team: member, project, harness, role, model or day).",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        team: bool = typer.Option(
+            False, "--team", help="The whole team's figures from the team ledger ([team] in config.toml)."
+        ),
     ) -> None:
         """Spend, native estimate, savings, calls, errors, cache use and speed."""
         from switch.ledger.queries import GROUPS, micros_to_usd, refused_calls
         from switch.ledger.queries import spend as spend_query
 
+        if team:
+            from switch.cli.team import team_spend
+
+            team_spend(by, *_times(since, until), as_json)
+            return
         if by is not None and by not in GROUPS:
             typer.echo(f"switch: --by must be one of: {', '.join(GROUPS)}", err=True)
             raise typer.Exit(2)

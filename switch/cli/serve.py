@@ -154,6 +154,12 @@ def register(app: typer.Typer) -> None:
         )
         recorder = Recorder(pricer)
         recorder.start()
+        shipper = None
+        if settings.team is not None:
+            # Its own daemon thread, reading only the ledger: the request path never waits for it.
+            from switch.team.shipper import start_shipper
+
+            shipper = start_shipper(settings)
         app = create_app(settings, sink=recorder, config=loaded)
         _tune_gc()
         config = uvicorn.Config(
@@ -175,10 +181,16 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"switch proxy listening on {_url(listener)} (home {locations.home()}, pid {os.getpid()})")
         typer.echo(_routes_line(settings, preset))
         typer.echo(f"ledger: {recorder.database}")
+        if settings.team is not None:
+            from switch.team.config import where
+
+            typer.echo(f"team ledger: shipping to {where(settings.team)} as {settings.team.member}")
         try:
             server.run(sockets=[listener])
         finally:
             listener.close()
             recorder.close()
+            if shipper is not None:
+                shipper.stop()
         if not server.started:
             sys.exit(1)

@@ -383,3 +383,7 @@ def micros_to_usd(value: int | None) -> str:
     sign = "-" if value < 0 else ""
     dollars = abs(value) / 1_000_000
     return f"{sign}${dollars:,.4f}" if abs(value) < 10_000_000 else f"{sign}${dollars:,.2f}"
+
+
+finish = _finish
+"""The derived figures of a row of sums (the team reports use the same definition)."""

@@ -35,6 +35,8 @@ class HealthInfo:
     keys: dict[str, str | None]
     proxy: str
     problems: list[dict[str, Any]]
+    team: str | None = None
+    """The team ledger's shipping lag in one line (None: no [team] table)."""
 
 
 def proxy_status(state: checks.ProxyState) -> str:
@@ -79,12 +81,19 @@ def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
     running = checks.running_config_check(state)
     if running is not None and not running["ok"]:
         proxy += f"\n  {running['detail']}\n  fix: {running['fix']}"
+    team = None
+    if settings.team is not None:
+        from switch.checks.team import team_lag_line
+
+        ok, line, fix = team_lag_line()
+        team = line if ok else f"{line}\n  fix: {fix}"
     return HealthInfo(
         statuses,
         active_routes(statuses, settings.defaults.model),
         checks.key_sources(settings),
         proxy,
         problems,
+        team,
     )
 
 
@@ -158,6 +167,7 @@ class HealthPane(LedgerPane):
                 ": ",
                 fmt.plain(info.proxy),
                 "\n",
+                *((("Team", "bold"), ": ", fmt.plain(info.team), "\n") if info.team else ()),
                 ("Keys", "bold"),
                 ":\n",
                 fmt.plain(keys),

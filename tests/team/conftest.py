@@ -1,0 +1,29 @@
+"""The team tests' real PostgreSQL server: one throwaway cluster per test process (xdist worker)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.team.pg import PASSWORD, Cluster
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """A running cluster for this process, stopped and removed afterwards even when tests fail."""
+    server = Cluster()
+    try:
+        server.init()
+        server.start()
+        server.create_role()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def team_url(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh database on the cluster, and its password in SWITCH_TEAM_PASSWORD."""
+    monkeypatch.setenv("SWITCH_TEAM_PASSWORD", PASSWORD)
+    return cluster.new_database()
