@@ -25,6 +25,7 @@ from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
 from switch.protocols.ir import RequestFormatError
 from switch.protocols.tokens import estimate_input_tokens
+from switch.proxy import litellm_upstream
 from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
 from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay
@@ -314,6 +315,7 @@ def create_app(
                 await asyncio.sleep(0.01)
             relay.keys.stop()
             await pool.aclose()
+            await litellm_upstream.close_clients()
             # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
             # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.
             close_sink = getattr(sink, "close", None)

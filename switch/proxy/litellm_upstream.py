@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import threading
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -84,6 +85,11 @@ class _Loader:
                 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
                 import litellm
 
+                # Pydantic notices about LiteLLM's own types, once per process on stderr: nothing a user can act on.
+                warnings.filterwarnings(
+                    "ignore", message=r"Items? .* (is|are) using the `ReadOnly` qualifier", category=UserWarning
+                )
+
                 litellm.suppress_debug_info = True  # else every error prints a help banner on stdout
                 litellm.turn_off_message_logging = True
                 litellm.disable_streaming_logging = True
@@ -116,6 +122,26 @@ class _Loader:
 
 
 LOADER = _Loader()
+
+
+async def close_clients() -> None:
+    """Close the connections LiteLLM opened on this event loop (the proxy is stopping); nothing if never loaded."""
+    litellm = LOADER.module
+    if litellm is None:
+        return
+    loop = asyncio.get_running_loop()
+    cache = getattr(getattr(litellm, "in_memory_llm_clients_cache", None), "cache_dict", {})
+    handlers = [*cache.values(), getattr(litellm, "base_llm_aiohttp_handler", None)]
+    for handler in handlers:
+        # LiteLLM's HTTP clients sit on aiohttp sessions it makes per event loop, kept after the loop
+        # ends: close this loop's, leave any other loop's (another proxy in the same process) alone.
+        client = getattr(handler, "client", None)
+        for session in (getattr(getattr(client, "_transport", None), "client", None), client):
+            if getattr(session, "_loop", None) is loop and getattr(session, "closed", True) is False:
+                try:
+                    await session.close()  # type: ignore[union-attr]
+                except Exception:
+                    log.debug("closing a LiteLLM session failed", exc_info=True)
 
 
 def uses_litellm(settings: Settings) -> bool:
@@ -257,7 +283,13 @@ async def _close(stream: Any) -> None:
 
 def _failure(litellm: Any, exc: BaseException, provider: str, key: str | None) -> Failure:
     """A LiteLLM exception as switch's outcome, status and fallback trigger, its message without the key."""
-    message = scrub(str(exc), key)[:_MAX_MESSAGE]
+    original = getattr(exc, "original_exception", None)
+    if isinstance(original, Exception) and original is not exc:
+        # A stream's failure before its first chunk comes wrapped (MidStreamFallbackError, always 503): the
+        # cause says whether it was a refused connection, a timeout or the provider's status.
+        return _failure(litellm, original, provider, key)
+    # LiteLLM appends the traceback to some messages: the caller gets the message, the log the traceback.
+    message = scrub(str(exc).partition("\nTraceback")[0].strip(), key)[:_MAX_MESSAGE]
     if litellm is not None and isinstance(exc, litellm.Timeout):
         return Failure(504, f"upstream {provider} timed out: {message}", "transport_error", "timeout")
     if litellm is not None and isinstance(exc, litellm.APIConnectionError):

@@ -80,12 +80,16 @@ class FakeOllama(_Scripted):
             return Reply(200, [orjson.dumps({**done, "message": message})], "application/json")
         lines: list[dict[str, Any]] = []
         for piece in _pieces(turn.reasoning, turn.fragment):
-            lines.append({"model": model, "message": {"role": "assistant", "content": "", "thinking": piece}, "done": False})
+            lines.append(
+                {"model": model, "message": {"role": "assistant", "content": "", "thinking": piece}, "done": False}
+            )
         for piece in _pieces(turn.text, turn.fragment):
             lines.append({"model": model, "message": {"role": "assistant", "content": piece}, "done": False})
         if calls:
             # Ollama sends each tool call whole, in one line.
-            lines.append({"model": model, "message": {"role": "assistant", "content": "", "tool_calls": calls}, "done": False})
+            lines.append(
+                {"model": model, "message": {"role": "assistant", "content": "", "tool_calls": calls}, "done": False}
+            )
         lines.append({**done, "message": {"role": "assistant", "content": ""}})
         return Reply(200, [orjson.dumps(line) + b"\n" for line in lines], "application/x-ndjson")
 
@@ -116,8 +120,12 @@ class FakeGemini(_Scripted):
             }
             return Reply(200, [orjson.dumps(body)], "application/json")
         if not path.endswith(":streamGenerateContent") or "alt=sse" not in query:
-            return Reply(404, [b'{"error":{"code":404,"message":"not found","status":"NOT_FOUND"}}'], "application/json")
-        chunks: list[list[dict[str, Any]]] = [[{"text": p, "thought": True}] for p in _pieces(turn.reasoning, turn.fragment)]
+            return Reply(
+                404, [b'{"error":{"code":404,"message":"not found","status":"NOT_FOUND"}}'], "application/json"
+            )
+        chunks: list[list[dict[str, Any]]] = [
+            [{"text": p, "thought": True}] for p in _pieces(turn.reasoning, turn.fragment)
+        ]
         chunks += [[{"text": p}] for p in _pieces(turn.text, turn.fragment)]
         if calls:
             chunks.append(calls)
