@@ -292,6 +292,15 @@ def load_settings(path: Path | None = None) -> Settings:
     return settings
 
 
+def litellm_names(settings: Settings) -> dict[str, str]:
+    """Each `api = "litellm"` provider's LiteLLM name (prices are looked up under it)."""
+    return {
+        name: provider.litellm_provider
+        for name, provider in settings.providers.items()
+        if provider.api == "litellm" and provider.litellm_provider
+    }
+
+
 def model_settings(settings: Settings, reference: str) -> ModelSettings:
     """The knobs for `provider/model`: user entry over built-in family defaults."""
     merged: dict[str, Any] = {}

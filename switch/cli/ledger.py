@@ -154,11 +154,11 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """The price that applies to a model, and where it comes from."""
-        from switch.config import load_settings
-        from switch.ledger.pricing import PriceTable
+        from switch.config import litellm_names, load_settings
+        from switch.ledger.pricing import SOURCE_NAMES, PriceTable
 
         settings = load_settings()
-        table = PriceTable(settings.prices)
+        table = PriceTable(settings.prices, litellm_names(settings))
         references = (
             [model] if model else sorted({settings.defaults.model, "anthropic/claude-opus-5-5", "openai/gpt-5.5"})
         )
@@ -170,11 +170,15 @@ def register(app: typer.Typer) -> None:
                 if sep and provider in settings.providers
                 else table.lookup(None, reference)
             )
+            source = price.source if price else None
             results.append(
                 {
                     "model": reference,
                     "price": price.per_million() if price else None,
-                    "source": price.source if price else None,
+                    "source": source,
+                    "source_name": SOURCE_NAMES.get(source.split(":", 1)[0]) if source else None,
+                    # Another provider's price for the same model is only ever offered, never applied.
+                    "suggestions": [] if price else table.suggestions(name if sep else reference),
                 }
             )
         if as_json:
@@ -183,9 +187,15 @@ def register(app: typer.Typer) -> None:
         for result in results:
             if result["price"] is None:
                 typer.echo(f'{result["model"]}: unpriced (add [prices."{result["model"]}"] to config.toml)')
+                if result["suggestions"]:
+                    typer.echo(
+                        "  other providers price the same model name (not applied; prices differ between providers): "
+                        + ", ".join(result["suggestions"])
+                    )
                 continue
             figures: dict[str, float] = result["price"]
+            where = result["source"].split(":", 1)[-1]
             typer.echo(
                 f"{result['model']}: ${figures['input']:g} input, ${figures['cached_input']:g} cached input, "
-                f"${figures['output']:g} output per million tokens ({result['source']})"
+                f"${figures['output']:g} output per million tokens (source: {result['source_name']}, {where})"
             )

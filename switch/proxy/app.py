@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from switch import __version__, locations
-from switch.config import LoadedConfig, Settings, file_digest, file_signature, load_config
+from switch.config import LoadedConfig, Settings, file_digest, file_signature, litellm_names, load_config
 from switch.errors import ClientRequestError, ConfigError
 from switch.ledger.record import RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
@@ -126,7 +126,11 @@ class ConfigFollower:
         self.relay.reconfigure(settings)
         if set(settings.providers) != self.presets.providers or settings.defaults.model != self.presets.fallback_model:
             self.presets.reconfigure(set(settings.providers), settings.defaults.model)
-        if settings.prices != running.prices or settings.pricing != running.pricing:
+        if (
+            settings.prices != running.prices
+            or settings.pricing != running.pricing
+            or litellm_names(settings) != litellm_names(running)
+        ):
             self._reprice(settings)
         self.running = loaded
         self.loaded_at = time.time()
@@ -147,6 +151,7 @@ class ConfigFollower:
             # The writer thread reads `pricer` once per row; the new table loads there, on first use.
             self.sink.pricer = Pricer(  # type: ignore[union-attr]
                 settings.prices,
+                litellm_names=litellm_names(settings),
                 baseline_anthropic=settings.pricing.baseline_anthropic,
                 baseline_openai=settings.pricing.baseline_openai,
             )

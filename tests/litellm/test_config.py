@@ -97,3 +97,11 @@ def test_any_provider_table_loads_as_a_usable_provider_or_is_refused_cleanly(fie
         assert resolve_target(settings, "gem/some-model").litellm_provider == provider.litellm_provider
     else:
         assert provider.base_url and provider.litellm_provider is None
+
+
+def test_doctor_probe_names_a_litellm_target_without_calling_it(tmp_path: Path) -> None:
+    from switch.checks.probes import probe_targets
+
+    settings = load(tmp_path / "config.toml", '[providers.gem]\napi = "litellm"\nlitellm_provider = "gemini"\n')
+    (result,) = probe_targets(settings, {"gem/gemini-2.5-pro"})
+    assert result["ok"] and "served through LiteLLM (gemini); not probed" in result["detail"]
