@@ -55,7 +55,11 @@ class Stack:
 
 @contextmanager
 def serving(
-    home: Path, upstream_args: tuple[str, ...] = (), proxy_args: tuple[str, ...] = (), pin: bool = True
+    home: Path,
+    upstream_args: tuple[str, ...] = (),
+    proxy_args: tuple[str, ...] = (),
+    pin: bool = True,
+    extra_config: str = "",
 ) -> Iterator[Stack]:
     """The fake upstream and `switch serve` of `home` routing Baseten to it, once both listen.
 
@@ -65,7 +69,9 @@ def serving(
     upstream_port, proxy_port = free_port(), free_port()
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n', encoding="utf-8"
+        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
+        + extra_config.format(upstream=f"http://127.0.0.1:{upstream_port}"),
+        encoding="utf-8",
     )
     env = {
         **os.environ,
