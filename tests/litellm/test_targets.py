@@ -289,3 +289,29 @@ def test_a_missing_key_is_a_clear_error_and_nothing_is_called(
     assert fakes.gemini.received == []
     (record,) = proxy.sink.wait(1)
     assert record.outcome == "rejected"
+
+
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+@pytest.mark.parametrize("fake", ["ollama", "gemini"])
+def test_an_image_reaches_a_litellm_provider_in_its_own_format(litellm_proxy: Callable[..., Proxy], fake: str) -> None:
+    proxy = litellm_proxy(TARGETS[fake])
+    fakes: Fakes = proxy.extra["fakes"]
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-caller", max_retries=0)
+    image: Any = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL}}
+    message = client.messages.create(
+        model="claude-opus-5-5",
+        max_tokens=100,
+        messages=[{"role": "user", "content": [image, {"type": "text", "text": "What is this?"}]}],
+    )
+    assert message.content[0].type == "text"
+    body = (fakes.gemini if fake == "gemini" else fakes.ollama).received[0].json
+    if fake == "gemini":
+        parts = body["contents"][0]["parts"]
+        inline = [p.get("inline_data") or p.get("inlineData") for p in parts if "inline_data" in p or "inlineData" in p]
+        assert inline and inline[0]["data"] == PIXEL
+        assert inline[0].get("mime_type", inline[0].get("mimeType")) == "image/png"
+    else:
+        (user,) = body["messages"]
+        assert user["images"] == [PIXEL] and "What is this?" in user["content"]
