@@ -315,3 +315,24 @@ def test_an_image_reaches_a_litellm_provider_in_its_own_format(litellm_proxy: Ca
     else:
         (user,) = body["messages"]
         assert user["images"] == [PIXEL] and "What is this?" in user["content"]
+
+
+@pytest.mark.parametrize("inbound", ["openai-chat", "anthropic"])
+def test_cache_writes_reported_through_litellm_reach_the_ledger(
+    litellm_proxy: Callable[..., Proxy], inbound: str
+) -> None:
+    from tests.fake_upstream import FakeAnthropicUpstream
+    from tests.servers import serve
+
+    # Anthropic's API through LiteLLM (not switch's own Anthropic path): it reports cache reads and writes.
+    claude = FakeAnthropicUpstream()
+    with serve(claude) as url:
+        extra = f'[providers.viallm]\napi = "litellm"\nlitellm_provider = "anthropic"\nbase_url = "{url}"\n'
+        extra += 'api_key_env = "GEM_KEY"\n'
+        proxy = litellm_proxy("viallm/claude-opus-5-5", extra=extra)
+        answer = ask(inbound, proxy.url, stream=True)
+    assert answer.text == "Native hello"
+    assert claude.received[0].headers["x-api-key"] == GEMINI_KEY
+    (record,) = proxy.sink.wait(1)
+    assert (record.input_tokens, record.cache_read_tokens, record.cache_write_tokens) == (812, 4000, 100)
+    assert record.output_tokens == 57
