@@ -150,14 +150,8 @@ def uses_litellm(settings: Settings) -> bool:
 
 
 def _dump(item: Any) -> dict[str, Any]:
-    """A LiteLLM response or chunk as the chat wire shape, cache writes where the chat reader looks."""
+    """A LiteLLM response or chunk as the chat wire shape (LiteLLM fills cache reads and writes in it)."""
     body: dict[str, Any] = item.model_dump(exclude_none=True)
-    usage = body.get("usage")
-    if usage:
-        details = usage.get("prompt_tokens_details") or {}
-        written = details.get("cache_creation_tokens") or usage.get("cache_creation_input_tokens")
-        if written and not details.get("cache_write_tokens"):
-            usage["prompt_tokens_details"] = {**details, "cache_write_tokens": written}
     return body
 
 
