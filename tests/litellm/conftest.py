@@ -37,7 +37,7 @@ def fakes() -> Iterator[Fakes]:
         yield Fakes(ollama, ollama_url, gemini, gemini_url, backup, backup_url)
 
 
-def litellm_config(fakes: Fakes, model: str, extra: str = "") -> str:
+def litellm_config(fakes: Fakes, model: str, extra: str = "", ttft_timeout: float = 20) -> str:
     """A config with two LiteLLM providers (Ollama and Gemini, each with its own key) and a chat backup."""
     return (
         f'[defaults]\nmodel = "{model}"\n'
@@ -46,7 +46,7 @@ def litellm_config(fakes: Fakes, model: str, extra: str = "") -> str:
         f'[providers.gem]\napi = "litellm"\nlitellm_provider = "gemini"\nbase_url = "{fakes.gemini_url}"\n'
         'api_key_env = "GEM_KEY"\n'
         f'[providers.backup]\nbase_url = "{fakes.backup_url}/v1"\napi_key_env = "BACKUP_KEY"\n'
-        "[routing]\nttft_timeout = 20\n" + extra
+        f"[routing]\nttft_timeout = {ttft_timeout}\n" + extra
     )
 
 
@@ -59,8 +59,8 @@ def litellm_proxy(
     monkeypatch.setenv("GEM_KEY", GEMINI_KEY)
     monkeypatch.setenv("BACKUP_KEY", BACKUP_KEY)
 
-    def start(model: str = TARGETS["gemini"], extra: str = "") -> Proxy:
-        proxy = start_proxy(litellm_config(fakes, model, extra), read_timeout=20.0)
+    def start(model: str = TARGETS["gemini"], extra: str = "", ttft_timeout: float = 20) -> Proxy:
+        proxy = start_proxy(litellm_config(fakes, model, extra, ttft_timeout), read_timeout=20.0)
         proxy.extra["fakes"] = fakes
         return proxy
 

@@ -8,6 +8,7 @@ on which key reached which server.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -44,6 +45,8 @@ class _Scripted:
         answer = self.next_answer()
         if isinstance(answer, Turn):
             answer = self.render(answer, orjson.loads(body) if body else {}, scope["path"], query)
+        if answer.delay_before:
+            await asyncio.sleep(answer.delay_before)  # the scripted upstream being slow, not a wait for a condition
         headers_out = [(b"content-type", answer.content_type.encode())]
         headers_out += [(k.encode(), v.encode()) for k, v in answer.headers.items()]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers_out})

@@ -336,3 +336,23 @@ def test_cache_writes_reported_through_litellm_reach_the_ledger(
     (record,) = proxy.sink.wait(1)
     assert (record.input_tokens, record.cache_read_tokens, record.cache_write_tokens) == (812, 4000, 100)
     assert record.output_tokens == 57
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_silent_litellm_target_falls_back_after_the_time_to_first_token_limit(
+    litellm_proxy: Callable[..., Proxy], fakes: Fakes, isolated_home: Any, stream: bool
+) -> None:
+    from switch.routing.presets import set_active
+
+    (isolated_home / "presets").mkdir()
+    (isolated_home / "presets" / "lt.toml").write_text(FALLBACK_PRESET.format(first=TARGETS["gemini"]))
+    set_active("lt")
+    # Silent for six times the limit: only the limit hands the call over before the answer would come.
+    fakes.gemini.script(Reply(200, [b"{}"], "application/json", delay_before=6))
+    fakes.backup.script(Turn(text="backup answered"))
+    proxy = litellm_proxy(ttft_timeout=1)
+
+    assert ask("openai-chat", proxy.url, stream).text == "backup answered"
+    records = proxy.sink.wait(2)
+    assert [(r.provider, r.outcome) for r in records] == [("gem", "transport_error"), ("backup", "completed")]
+    assert records[1].fallback_trigger == "timeout"
