@@ -70,7 +70,10 @@ def serving(
     upstream_port, proxy_port = free_port(), free_port()
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f'{extra_config}\n[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n', encoding="utf-8"
+        # `{upstream}` in extra_config is this upstream's URL (replace, not format: TOML inline tables use braces).
+        extra_config.replace("{upstream}", f"http://127.0.0.1:{upstream_port}")
+        + f'\n[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n',
+        encoding="utf-8",
     )
     env = {
         **os.environ,

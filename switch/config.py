@@ -8,9 +8,15 @@ shutdown_grace = 5            # seconds live calls get to finish when the proxy 
 model = "baseten/moonshotai/Kimi-K3"   # or "native"
 
 [providers.baseten]           # a user entry overrides the built-in one field by field
-api = "openai-chat"           # openai-chat | anthropic | openai-responses
+api = "openai-chat"           # openai-chat | anthropic | openai-responses | litellm
 base_url = "https://inference.baseten.co/v1"
 api_key_env = "BASETEN_API_KEY"
+
+[providers.gemini]            # any provider LiteLLM speaks, served through LiteLLM's SDK
+api = "litellm"
+litellm_provider = "gemini"   # LiteLLM's provider name: the target gemini/M is called as gemini/M
+api_key_env = "GEMINI_API_KEY"
+# base_url = "http://127.0.0.1:8080"   # optional; passed to LiteLLM as api_base
 
 [models."baseten/moonshotai/Kimi-K3"]   # per-model knobs, all optional
 max_output_tokens = 262144
@@ -24,15 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from switch import locations
 from switch.budgets.rules import Budget, BudgetAction, check_budgets
 from switch.errors import ConfigError
 from switch.team.config import Team
 
-Api = Literal["openai-chat", "anthropic", "openai-responses"]
-APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses")
+Api = Literal["openai-chat", "anthropic", "openai-responses", "litellm"]
+APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses", "litellm")
 FallbackTrigger = Literal["connect", "timeout", "5xx", "429", "no_key"]
 FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = ("connect", "timeout", "5xx", "429", "no_key")
 NATIVE = "native"
@@ -44,9 +50,13 @@ class Provider(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     api: Api = "openai-chat"
-    """Wire API the provider speaks."""
-    base_url: str
-    """Base URL; chat and responses paths are appended to it, Anthropic's `/v1/messages` too."""
+    """Wire API the provider speaks (`litellm`: any provider LiteLLM's SDK reaches, called through it)."""
+    base_url: str = ""
+    """Base URL; chat and responses paths are appended to it, Anthropic's `/v1/messages` too.
+
+    Required, except with `api = "litellm"`, where it is optional and passed to LiteLLM as `api_base`."""
+    litellm_provider: str | None = None
+    """With `api = "litellm"`: LiteLLM's name for the provider (`gemini`, `bedrock`, `ollama_chat`, ...)."""
     api_key_env: str | None = None
     """Environment variable holding the key; else the key stored with `switch keys set NAME`."""
     reasoning_style: Literal["reasoning_effort", "chat_template_args", "thinking", "none"] = "reasoning_effort"
@@ -57,6 +67,26 @@ class Provider(BaseModel):
     """Body field for a stable prompt-cache key, where the provider accepts one."""
     send_user: bool = True
     """Whether to pass the caller's user id on as `user`."""
+
+    @model_validator(mode="after")
+    def _fields_fit_the_api(self) -> Provider:
+        # Raised as ValueError so the message names the provider's table, like every other config error.
+        if self.api == "litellm":
+            if not self.litellm_provider:
+                raise ValueError(
+                    'api = "litellm" needs litellm_provider, LiteLLM\'s name for the provider '
+                    '(e.g. litellm_provider = "gemini")'
+                )
+            if "/" in self.litellm_provider or self.litellm_provider != self.litellm_provider.strip():
+                raise ValueError("litellm_provider is one LiteLLM provider name, without '/' or spaces")
+        else:
+            if self.litellm_provider is not None:
+                raise ValueError(
+                    f'litellm_provider applies only with api = "litellm" (this provider has api = "{self.api}")'
+                )
+            if not self.base_url:
+                raise ValueError(f'base_url is required with api = "{self.api}"')
+        return self
 
 
 class ModelSettings(BaseModel):
@@ -214,6 +244,10 @@ def _describe(error: ValidationError, path: Path) -> str:
         allowed = _allowed_keys(loc[:-1])
         known = f" (allowed: {', '.join(allowed)})" if allowed else ""
         return f"{path}: unknown key '{key}'{known}; fix its spelling or remove it"
+    if first["type"] == "value_error":
+        # A check across a table's fields (see Provider): its message already says what to write.
+        reason = str(first["ctx"].get("error", first["msg"])) if "ctx" in first else first["msg"]
+        return f"{path}: [{key}]: {reason}"
     return f"{path}: invalid value at '{key}': {first['msg']}; fix it or remove the key to use the default"
 
 
@@ -242,13 +276,16 @@ def load_settings(path: Path | None = None, *, check_default: bool = True) -> Se
     for name, fields in user_providers.items():
         if not isinstance(fields, dict):
             raise ConfigError(f"{path}: 'providers.{name}' must be a table")
-        if fields.get("api") == "litellm":
-            # Named in the design, not built yet: say so rather than accept a provider no call can reach.
+        if fields.get("api") == "litellm" and name in ("anthropic", "openai"):
             raise ConfigError(
-                f"{path}: providers.{name}.api = 'litellm': LiteLLM targets are not supported yet; "
-                f"use one of {', '.join(APIS)}"
+                f"{path}: providers.{name}.api = 'litellm': native calls go to [providers.{name}] over its own API; "
+                f"give the LiteLLM provider another name, e.g. [providers.{name}-litellm]"
             )
-        providers[name] = {**providers.get(name, {}), **fields}
+        base = providers.get(name, {})
+        if fields.get("api", base.get("api")) == "litellm" and "api" in fields:
+            # A LiteLLM provider overriding a built-in one keeps none of its HTTP endpoint.
+            base = {key: value for key, value in base.items() if key not in ("base_url", "api")}
+        providers[name] = {**base, **fields}
     try:
         settings = Settings.model_validate({**raw, "providers": providers})
     except ValidationError as exc:
@@ -258,6 +295,15 @@ def load_settings(path: Path | None = None, *, check_default: bool = True) -> Se
         check_references(settings, path)
     check_budgets(settings.budgets, set(providers), settings.defaults.model, path)
     return settings
+
+
+def litellm_names(settings: Settings) -> dict[str, str]:
+    """Each `api = "litellm"` provider's LiteLLM name (prices are looked up under it)."""
+    return {
+        name: provider.litellm_provider
+        for name, provider in settings.providers.items()
+        if provider.api == "litellm" and provider.litellm_provider
+    }
 
 
 def model_settings(settings: Settings, reference: str) -> ModelSettings:

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from switch.config import Settings
+from switch.config import Settings, litellm_names
 from switch.ledger.columns import COLUMNS, INSERT
 from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer
@@ -30,6 +30,7 @@ def pricer_for(settings: Settings, kind: type[Pricer] = Pricer) -> Pricer:
         settings.prices,
         baseline_anthropic=settings.pricing.baseline_anthropic,
         baseline_openai=settings.pricing.baseline_openai,
+        litellm_names=litellm_names(settings),
     )
 
 

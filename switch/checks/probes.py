@@ -29,6 +29,16 @@ def probe_targets(settings: Settings, targets: set[str]) -> list[Check]:
         if reference.partition("/")[0] not in settings.providers:
             continue  # reported where it is named
         target = resolve_target(settings, reference)
+        if target.api == "litellm":
+            # Probing would import LiteLLM (seconds) and speak each provider's own API: the first call says more.
+            results.append(
+                check(
+                    f"probe:{reference}",
+                    True,
+                    f"{reference}: served through LiteLLM ({target.litellm_provider}); not probed",
+                )
+            )
+            continue
         try:
             key, _source = keys.lookup(target.provider, target.api_key_env)
         except SwitchError:

@@ -172,18 +172,23 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """The price that applies to a model, and where it comes from."""
-        from switch.config import load_settings
-        from switch.ledger.pricing import PriceTable
+        from switch.config import litellm_names, load_settings
+        from switch.ledger.pricing import SOURCE_NAMES, PriceTable
 
         settings = load_settings()
-        table = PriceTable(settings.prices)
+        table = PriceTable(settings.prices, litellm_names(settings))
         references = (
             [model] if model else sorted({settings.defaults.model, "anthropic/claude-opus-5-5", "openai/gpt-5.5"})
         )
         results: list[dict[str, Any]] = []
         for reference in references:
             candidates = [
-                {"model": found.reference, "price": found.price.per_million(), "source": found.price.source}
+                {
+                    "model": found.reference,
+                    "price": found.price.per_million(),
+                    "source": found.price.source,
+                    "source_name": SOURCE_NAMES.get(found.price.source.split(":", 1)[0]),
+                }
                 for found in table.resolve(reference, settings.providers)
             ]
             # One answer is the price; several are for the user to choose from, so none is the price.
@@ -194,7 +199,10 @@ def register(app: typer.Typer) -> None:
                     "resolved": only["model"] if only else None,
                     "price": only["price"] if only else None,
                     "source": only["source"] if only else None,
+                    "source_name": only["source_name"] if only else None,
                     "candidates": candidates,
+                    # Another provider's price for the same model is only ever offered, never applied.
+                    "suggestions": [] if candidates else table.suggestions(reference),
                 }
             )
         if as_json:
@@ -204,6 +212,11 @@ def register(app: typer.Typer) -> None:
             candidates = result["candidates"]
             if not candidates:
                 typer.echo(f'{result["model"]}: unpriced (add [prices."{result["model"]}"] to config.toml)')
+                if result["suggestions"]:
+                    typer.echo(
+                        "  other providers price the same model name (not applied; prices differ between providers): "
+                        + ", ".join(result["suggestions"])
+                    )
             elif len(candidates) == 1:
                 shown = result["model"]
                 if result["resolved"] != shown:
@@ -217,7 +230,8 @@ def register(app: typer.Typer) -> None:
 
 def _price_text(candidate: dict[str, Any]) -> str:
     figures: dict[str, float] = candidate["price"]
+    where = candidate["source"].split(":", 1)[-1]
     return (
         f"${figures['input']:g} input, ${figures['cached_input']:g} cached input, "
-        f"${figures['output']:g} output per million tokens ({candidate['source']})"
+        f"${figures['output']:g} output per million tokens (source: {candidate['source_name']}, {where})"
     )

@@ -144,11 +144,13 @@ def register(app: typer.Typer) -> None:
             )
             raise typer.Exit(2)
         listener = _listen(settings.server.host, settings.server.port)
+        from switch.config import litellm_names
         from switch.ledger.pricer import Pricer
         from switch.ledger.recorder import Recorder
 
         pricer = Pricer(
             settings.prices,
+            litellm_names=litellm_names(settings),
             baseline_anthropic=settings.pricing.baseline_anthropic,
             baseline_openai=settings.pricing.baseline_openai,
         )

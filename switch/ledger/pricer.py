@@ -22,8 +22,10 @@ class Pricer:
         baseline_anthropic: str,
         baseline_openai: str,
         table: PriceTable | None = None,
+        litellm_names: Mapping[str, str] | None = None,
     ) -> None:
         self.overrides = {key: dict(value) for key, value in (overrides or {}).items()}
+        self.litellm_names = dict(litellm_names or {})
         self.baselines = {"anthropic": baseline_anthropic, "openai": baseline_openai}
         self._table = table
 
@@ -31,7 +33,7 @@ class Pricer:
     def table(self) -> PriceTable:
         """The price table, loaded on first use."""
         if self._table is None:
-            self._table = PriceTable(self.overrides)
+            self._table = PriceTable(self.overrides, self.litellm_names)
         return self._table
 
     def row(self, record: CallRecord) -> dict[str, Any]:

@@ -5,6 +5,10 @@ million tokens), switch's bundled additions (`data/prices.json`), and litellm's 
 read as a data file (never imported, never fetched). A model found in none is *unpriced*: its cost
 is None, never 0.
 
+A model is looked up under its provider's own name only (LiteLLM's name for an `api = "litellm"`
+provider: `gemini/...`, `bedrock/...`): the same model sold by another provider may cost something
+else, so such a price is only ever offered as a suggestion (`suggestions`), never applied.
+
 Token buckets are disjoint (uncached input, cache reads, cache writes, output), so each API's usage
 convention has already been normalised before a price is applied.
 """
@@ -30,6 +34,10 @@ _PROVIDER_PREFIXES: dict[str, tuple[str, ...]] = {
     "anthropic": ("", "anthropic/"),
     "openai": ("", "openai/"),
 }
+# LiteLLM provider names whose models LiteLLM's table keeps under another of its names (same service).
+_LITELLM_ALIASES: dict[str, tuple[str, ...]] = {"ollama_chat": ("ollama",), "hosted_vllm": ("vllm",)}
+SOURCE_NAMES = {"litellm": "LiteLLM cost map", "switch": "switch additions", "config": "config.toml [prices]"}
+"""What each price source prefix (`litellm:`, `switch:`, `config:`) stands for, as `switch prices` says it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +130,13 @@ def litellm_table_path() -> Path | None:
 class PriceTable:
     """Looks up prices for `provider/model` references and plain model names."""
 
-    def __init__(self, overrides: dict[str, dict[str, float]] | None = None) -> None:
+    def __init__(
+        self, overrides: dict[str, dict[str, float]] | None = None, litellm_names: dict[str, str] | None = None
+    ) -> None:
         self._overrides = {key.lower(): value for key, value in (overrides or {}).items()}
         self._override_names = tuple(overrides or {})
+        self._litellm_names = dict(litellm_names or {})
+        """Each `api = "litellm"` provider's LiteLLM name, under which its models are priced."""
         self._entries: dict[str, tuple[dict[str, Any], str]] = {}
         self._resolved: dict[tuple[str | None, str], Price | None] = {}
         table = litellm_table_path()
@@ -138,12 +150,32 @@ class PriceTable:
 
     def _candidates(self, provider: str | None, model: str) -> list[str]:
         keys: list[str] = []
-        if provider:
+        if provider in self._litellm_names:
+            name = self._litellm_names[provider]
+            for spelled in (name, *_LITELLM_ALIASES.get(name, ())):
+                keys.append(f"{spelled}/{model}")
+                # LiteLLM keeps some providers' models unprefixed, marked with the provider's name.
+                # (Vertex's are marked `vertex_ai-language-models` and the like.)
+                bare = self._entries.get(model.lower())
+                marked = str(bare[0].get("litellm_provider")) if bare is not None else ""
+                if marked == spelled or marked.startswith(spelled + "-"):
+                    keys.append(model)
+        elif provider:
             for prefix in _PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
                 keys.append(f"{prefix}{model}")
         else:
             keys.append(model)
         return [key.lower() for key in keys]
+
+    def suggestions(self, model: str, limit: int = 5) -> list[str]:
+        """Other providers' entries for the same model name: what a user might copy into `[prices]`."""
+        name = model.rsplit("/", 1)[-1].lower()
+        found = [
+            source.split(":", 1)[1]
+            for key, (entry, source) in self._entries.items()
+            if (key == name or key.endswith("/" + name)) and _price_from_entry(entry, source) is not None
+        ]
+        return sorted(found)[:limit]
 
     def lookup(self, provider: str | None, model: str) -> Price | None:
         """The price for `model` served by `provider` (or a plain model name), or None."""
@@ -215,6 +247,9 @@ class PriceTable:
 
     def _provider_price(self, provider: str, model: str) -> Price | None:
         """The price a provider's own entry gives `model` (a user override, or a table key under its prefix)."""
+        if provider in self._litellm_names:
+            # Priced under its LiteLLM name only (and the user's own [prices]), as the ledger prices its calls.
+            return self.lookup(provider, model)
         reference = f"{provider}/{model}"
         override = self._overrides.get(reference.lower())
         if override is not None:
@@ -228,6 +263,13 @@ class PriceTable:
                     return price
         return None
 
+    def _prefixes(self, provider: str) -> tuple[str, ...]:
+        """How the price tables spell `provider`'s models: its LiteLLM name for a LiteLLM provider."""
+        name = self._litellm_names.get(provider)
+        if name is not None:
+            return tuple(f"{spelled}/" for spelled in (name, *_LITELLM_ALIASES.get(name, ())))
+        return _PROVIDER_PREFIXES.get(provider, (f"{provider}/",))
+
     def _full_names(self, short: str, providers: list[str]) -> list[str]:
         """Models of the configured providers whose name ends in `/short` (the dashboard's short name)."""
         suffix = "/" + short.lower()
@@ -237,7 +279,7 @@ class PriceTable:
             if not key.lower().endswith(suffix):
                 continue
             for provider in providers:
-                for prefix in _PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
+                for prefix in self._prefixes(provider):
                     if prefix and key.lower().startswith(prefix) and key[len(prefix) :] not in names:
                         names.append(key[len(prefix) :])
         return names

@@ -18,13 +18,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from switch import __version__, locations
-from switch.config import LoadedConfig, Settings, file_digest, file_signature, load_config
+from switch.config import LoadedConfig, Settings, file_digest, file_signature, litellm_names, load_config
 from switch.errors import ClientRequestError, ConfigError
 from switch.ledger.record import RecordSink
 from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
 from switch.protocols.ir import RequestFormatError
 from switch.protocols.tokens import estimate_input_tokens
+from switch.proxy import litellm_upstream
 from switch.proxy.budget_gate import BudgetGate
 from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
 from switch.proxy.guard import Guard
@@ -126,7 +127,11 @@ class ConfigFollower:
         self.relay.reconfigure(settings)
         if set(settings.providers) != self.presets.providers or settings.defaults.model != self.presets.fallback_model:
             self.presets.reconfigure(set(settings.providers), settings.defaults.model)
-        if settings.prices != running.prices or settings.pricing != running.pricing:
+        if (
+            settings.prices != running.prices
+            or settings.pricing != running.pricing
+            or litellm_names(settings) != litellm_names(running)
+        ):
             self._reprice(settings)
         if settings.budgets != running.budgets or set(settings.providers) != set(running.providers):
             # Rebuilt from the ledger: spend so far this period carries over to the edited budgets.
@@ -150,6 +155,7 @@ class ConfigFollower:
             # The writer thread reads `pricer` once per row; the new table loads there, on first use.
             self.sink.pricer = Pricer(  # type: ignore[union-attr]
                 settings.prices,
+                litellm_names=litellm_names(settings),
                 baseline_anthropic=settings.pricing.baseline_anthropic,
                 baseline_openai=settings.pricing.baseline_openai,
             )
@@ -349,6 +355,7 @@ def create_app(
                 await asyncio.sleep(0.01)
             relay.keys.stop()
             await pool.aclose()
+            await litellm_upstream.close_clients()
             # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
             # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.
             close_sink = getattr(sink, "close", None)

@@ -38,6 +38,7 @@ from switch.proxy.failures import (
     rejection,
     send_error,
 )
+from switch.proxy.litellm_upstream import LOADER, LiteLLMPath, uses_litellm
 from switch.proxy.meter import Meter
 from switch.proxy.passthrough import PassThroughPath
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionAffinity
@@ -109,8 +110,11 @@ class Relay:
         self.affinity = SessionAffinity()
         self.translated = TranslatedPath(settings, pool, self.keys, self.reasoning, self.responses)
         self.passthrough = PassThroughPath(settings, pool)
+        self.litellm = LiteLLMPath(self.translated, self.keys, self.reasoning)
         self._targets: dict[tuple[str, str], Target] = {}
         self.budgets: BudgetGate | None = None
+        if uses_litellm(settings):
+            LOADER.warm()
 
     def reconfigure(self, settings: Settings) -> None:
         """Route later calls with `settings` (config.toml changed); calls in flight keep their targets."""
@@ -119,6 +123,8 @@ class Relay:
         self.passthrough.settings = settings
         # Targets resolved from the old providers (base_url, api, key variable) must not outlive them.
         self._targets = {}
+        if uses_litellm(settings):
+            LOADER.warm()
 
     def _resolve(self, reference: str, inbound: InboundApi) -> Target:
         cached = self._targets.get((reference, inbound.name))
@@ -222,6 +228,8 @@ class Relay:
             attempt = Attempt(exchange, inbound, attempt_meter, request_id, number + 1 < len(chain), fallback_on)
             if target.native and target.api == inbound.name:
                 served = self.passthrough.serve(attempt, target, parsed.body)
+            elif target.api == "litellm":
+                served = self.litellm.serve(attempt, _with_options(request, preset.options(reference)), target)
             else:
                 upstream = UPSTREAMS.get(target.api)
                 if upstream is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
 
 import orjson
 
@@ -56,12 +56,21 @@ from switch.proxy.failures import (
     transport_failure,
     unreadable,
 )
-from switch.proxy.http1 import UpstreamResponse
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")
+
+
+class AnswerBody(Protocol):
+    """An upstream's successful answer as the translator reads it (an HTTP response, or LiteLLM's output)."""
+
+    headers: dict[str, str]
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def read(self, limit: int = ...) -> bytes: ...
 
 
 class TranslatedPath:
@@ -125,22 +134,28 @@ class TranslatedPath:
                 return await fail(attempt, failure)
             if attempt.can_fall_back and not await response.wait_body(ttft_timeout):
                 return await fail(attempt, silent_failure(target.provider))
-            index = ToolIndex.of(request.tools)
-            is_sse = "text/event-stream" in response.headers.get("content-type", "")
-            if request.stream:
-                await self._stream(attempt, upstream, request, response, is_sse, index)
-            else:
-                await self._complete(attempt, upstream, request, response, is_sse, index, key)
+            await self.answer(attempt, upstream, request, response, key)
         finally:
             response.close()
         return None
+
+    async def answer(
+        self, attempt: Attempt, upstream: UpstreamApi, request: Request, response: AnswerBody, key: str
+    ) -> None:
+        """Translate an upstream's successful answer for the caller, streamed or whole, and record it."""
+        index = ToolIndex.of(request.tools)
+        is_sse = "text/event-stream" in response.headers.get("content-type", "")
+        if request.stream:
+            await self._stream(attempt, upstream, request, response, is_sse, index)
+        else:
+            await self._complete(attempt, upstream, request, response, is_sse, index, key)
 
     async def _complete(
         self,
         attempt: Attempt,
         upstream: UpstreamApi,
         request: Request,
-        response: UpstreamResponse,
+        response: AnswerBody,
         is_sse: bool,
         index: ToolIndex,
         key: str,
@@ -190,7 +205,7 @@ class TranslatedPath:
         attempt: Attempt,
         upstream: UpstreamApi,
         request: Request,
-        response: UpstreamResponse,
+        response: AnswerBody,
         is_sse: bool,
         index: ToolIndex,
     ) -> None:

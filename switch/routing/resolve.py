@@ -36,6 +36,8 @@ class Target:
     native: bool
     api_key_env: str | None
     chat: ChatTarget | None
+    litellm_provider: str | None = None
+    """With api `litellm`: LiteLLM's provider name, the prefix of the model LiteLLM is asked for."""
 
 
 def resolve_target(settings: Settings, reference: str, native_api: Api = "anthropic") -> Target:
@@ -54,7 +56,8 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
     provider = configured
     knobs = model_settings(settings, reference)
     chat = None
-    if provider.api == "openai-chat":
+    # A LiteLLM call is built as a chat body too (LiteLLM takes OpenAI chat's shape).
+    if provider.api in ("openai-chat", "litellm"):
         chat = ChatTarget(
             model=model,
             reasoning_style=provider.reasoning_style,
@@ -74,4 +77,5 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
         False,
         provider.api_key_env,
         chat,
+        provider.litellm_provider,
     )

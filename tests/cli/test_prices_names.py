@@ -87,7 +87,7 @@ def test_a_name_several_providers_serve_lists_each_with_its_price_and_source(hom
     assert lines[0] == "moonshotai/Kimi-K3 is served by 2 providers; name one as provider/model:"
     assert lines[1] == (
         "  baseten/moonshotai/Kimi-K3: $3 input, $0.3 cached input, $15 output per million tokens"
-        " (litellm:baseten/moonshotai/Kimi-K3)"
+        " (source: LiteLLM cost map, baseten/moonshotai/Kimi-K3)"
     )
     assert "unpriced" not in "\n".join(lines)
 

@@ -67,7 +67,9 @@ def test_user_preset_overrides_shipped_one(isolated_home: Path) -> None:
     assert load_preset("hybrid", PROVIDERS, DEFAULT_MODEL).description == "mine"
 
 
-def test_a_litellm_provider_is_refused_at_start_with_a_clear_error(isolated_home: Path) -> None:
+def test_a_litellm_provider_without_its_litellm_name_is_refused_at_start_with_a_clear_error(
+    isolated_home: Path,
+) -> None:
     (isolated_home / "config.toml").write_text(
         '[providers.gemini]\napi = "litellm"\nbase_url = "https://generativelanguage.googleapis.com"\n'
     )
@@ -79,8 +81,8 @@ def test_a_litellm_provider_is_refused_at_start_with_a_clear_error(isolated_home
         timeout=60,
     )
     assert result.returncode == 2
-    assert "providers.gemini.api = 'litellm': LiteLLM targets are not supported yet" in result.stderr
-    assert "openai-chat, anthropic, openai-responses" in result.stderr
+    assert '[providers.gemini]: api = "litellm" needs litellm_provider' in result.stderr
+    assert 'litellm_provider = "gemini"' in result.stderr
 
 
 def test_a_preset_may_name_only_some_harnesses(isolated_home: Path) -> None:
