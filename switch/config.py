@@ -247,7 +247,7 @@ def _describe(error: ValidationError, path: Path) -> str:
     if first["type"] == "value_error":
         # A check across a table's fields (see Provider): its message already says what to write.
         reason = str(first["ctx"].get("error", first["msg"])) if "ctx" in first else first["msg"]
-        return f"{path}: [{key}]: {reason}"
+        return f"{path}: key '{key}': {reason}"
     return f"{path}: invalid value at '{key}': {first['msg']}; fix it or remove the key to use the default"
 
 

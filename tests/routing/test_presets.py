@@ -81,7 +81,7 @@ def test_a_litellm_provider_without_its_litellm_name_is_refused_at_start_with_a_
         timeout=60,
     )
     assert result.returncode == 2
-    assert '[providers.gemini]: api = "litellm" needs litellm_provider' in result.stderr
+    assert "key 'providers.gemini': api = \"litellm\" needs litellm_provider" in result.stderr
     assert 'litellm_provider = "gemini"' in result.stderr
 
 
