@@ -7,15 +7,9 @@ from switch.checks.base import Check, check
 
 def team_lag_line() -> tuple[bool, str, str | None]:
     """(ok, one line, the fix) about what this home has not shipped to the team ledger yet."""
-    from switch.ledger.db import open_read_only
     from switch.team import local
 
-    connection = open_read_only()
-    try:
-        lag = local.lag(connection)
-    finally:
-        if connection is not None:
-            connection.close()
+    lag = local.ledger_lag()
     ok, line = local.describe(lag)
     if ok:
         return True, line, None

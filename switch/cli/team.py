@@ -59,16 +59,10 @@ def init(
 @team_app.command("status")
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """What this home has not shipped yet, and how the last attempt went (reads only local files)."""
-    from switch.ledger.db import open_read_only
     from switch.team import local
 
     team = _team()
-    connection = open_read_only()
-    try:
-        lag = local.lag(connection)
-    finally:
-        if connection is not None:
-            connection.close()
+    lag = local.ledger_lag()
     if as_json:
         typer.echo(
             json.dumps(

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 
 from switch.ledger.migrations import BUCKET_SECONDS
-from switch.ledger.rollups import CALLS_SUMS_SQL, ROLLUP_SUMS, ROLLUP_SUMS_SQL
+from switch.ledger.rollups import CALLS_SUMS_SQL, ROLLUP_SUMS, ROLLUP_SUMS_SQL, merge_sums
 from switch.ledger.times import parse_time as parse_time  # where the CLI and the dashboard look for it
 
 TYPE_CHECKING = False  # the status line imports this module: keep `typing` off its start-up path
@@ -111,23 +111,7 @@ def sample(connection: sqlite3.Connection, where: str, params: list[Any]) -> tup
 
 
 def _merge(target: dict[Any, list[Any]], rows: Any) -> None:
-    for row in rows:
-        group, values = row[0], list(row[1:])
-        current = target.get(group)
-        if current is None:
-            target[group] = values
-            continue
-        for position, value in enumerate(values):
-            if value is None:
-                continue
-            if current[position] is None:
-                current[position] = value
-            elif position == _FIRST_AT:
-                current[position] = min(current[position], value)
-            elif position == _LAST_AT:
-                current[position] = max(current[position], value)
-            else:
-                current[position] += value
+    merge_sums(target, rows, _FIRST_AT, _LAST_AT)
 
 
 def _aggregate(

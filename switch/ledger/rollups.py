@@ -122,3 +122,24 @@ def rollup_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 def session_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Per-bucket sums of a batch of rows by session, keyed like the `rollup_session` table."""
     return _sums(rows, lambda row: (bucket_of(row["started_at"]), row["session_id"] or "", row["harness"]))
+
+
+def merge_sums(merged: dict[Any, list[Any]], rows: Any, first_at: int, last_at: int) -> None:
+    """Add rows of (group, sums…, first start, last start) into `merged`: sums add, the starts take min and max."""
+    for row in rows:
+        group, values = row[0], list(row[1:])
+        current = merged.get(group)
+        if current is None:
+            merged[group] = values
+            continue
+        for position, value in enumerate(values):
+            if value is None:
+                continue
+            if current[position] is None:
+                current[position] = value
+            elif position == first_at:
+                current[position] = min(current[position], value)
+            elif position == last_at:
+                current[position] = max(current[position], value)
+            else:
+                current[position] += value

@@ -27,9 +27,10 @@ from switch.errors import UpstreamError
 from switch.protocols.ir import Request
 from switch.protocols.openai_chat import outbound as chat_outbound
 from switch.proxy.adapters import CHAT_UPSTREAM, UpstreamApi
-from switch.proxy.failures import REQUEST_ERRORS, Attempt, Failure, fail, rejection, scrub, send_error, status_trigger
+from switch.proxy.failures import Attempt, Failure, fail, scrub, status_trigger
 from switch.proxy.state import KeyCache, ReasoningCache
 from switch.proxy.translated import TranslatedPath
+from switch.proxy.upstream_body import upstream_body
 from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")
@@ -195,21 +196,20 @@ class LiteLLMPath:
 
     async def serve(self, attempt: Attempt, request: Request, target: Target) -> Failure | None:
         """Serve one attempt through LiteLLM; a `Failure` when the next target should serve instead."""
-        inbound, meter = attempt.inbound, attempt.meter
         provider = target.litellm_provider or target.provider
         key = self.keys.get(target.provider)
         if not key and provider not in KEYLESS_PROVIDERS:
             status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await fail(attempt, Failure(status, message, "rejected", "no_key"))
         assert target.chat is not None
-        try:
-            body = chat_outbound.request_from_ir(request, target.chat, self.reasoning.get)
-        except REQUEST_ERRORS as exc:
-            refused = rejection(exc)
-            await send_error(
-                attempt.exchange, inbound, refused.status, refused.message, attempt.request_id, param=refused.param
-            )
-            meter.finish("rejected", refused.message)
+        chat = target.chat
+        body = await upstream_body(
+            attempt,
+            request,
+            CHAT_UPSTREAM.name,
+            lambda sent: chat_outbound.request_from_ir(sent, chat, self.reasoning.get),
+        )
+        if body is None:
             return None
         arguments = {name: body[name] for name in _PASSED if name in body}
         wanted = body.get("max_completion_tokens")

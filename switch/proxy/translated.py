@@ -16,7 +16,6 @@ from typing import Any, Protocol
 import orjson
 
 from switch.config import Settings
-from switch.documents import for_upstream, has_documents
 from switch.errors import UpstreamError
 from switch.ledger.record import Outcome
 from switch.protocols.collect import ResponseCollector, replay
@@ -38,7 +37,6 @@ from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_respon
 from switch.proxy.adapters import UpstreamApi
 from switch.proxy.exchange import new_id
 from switch.proxy.failures import (
-    REQUEST_ERRORS,
     RESPONSE_ERRORS,
     SHUTTING_DOWN,
     Attempt,
@@ -47,7 +45,6 @@ from switch.proxy.failures import (
     cancelled_outcome,
     error_status,
     fail,
-    rejection,
     reported_usage,
     scrub,
     send_error,
@@ -58,6 +55,7 @@ from switch.proxy.failures import (
 )
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
 from switch.proxy.upstream import UpstreamPool
+from switch.proxy.upstream_body import upstream_body
 from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")
@@ -92,30 +90,14 @@ class TranslatedPath:
 
     async def serve(self, attempt: Attempt, upstream: UpstreamApi, request: Request, target: Target) -> Failure | None:
         """Translate and serve one attempt; a `Failure` when the next target should serve instead."""
-        inbound, meter = attempt.inbound, attempt.meter
         key = self.keys.get(target.provider)
         if not key:
             status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await fail(attempt, Failure(status, message, "rejected", "no_key"))
-        try:
-            # Only a request holding a document pays for this (a PDF's text for a chat upstream).
-            sent = await for_upstream(request, upstream.name) if has_documents(request) else request
-            body = upstream.request_body(sent, target, self.reasoning.get)
-        except REQUEST_ERRORS as exc:
-            refused = rejection(exc)
-            await send_error(
-                attempt.exchange, inbound, refused.status, refused.message, attempt.request_id, param=refused.param
-            )
-            meter.finish("rejected", refused.message)
-            return None
-        except Exception as exc:
-            log.exception("switch failed translating a %s request for %s", inbound.name, upstream.name)
-            message = (
-                f"switch could not translate this request for the {upstream.name} upstream "
-                f"({type(exc).__name__} in the request translator); see the switch log"
-            )
-            await send_error(attempt.exchange, inbound, 400, message, attempt.request_id)
-            meter.finish("rejected", message)
+        body = await upstream_body(
+            attempt, request, upstream.name, lambda sent: upstream.request_body(sent, target, self.reasoning.get)
+        )
+        if body is None:
             return None
         ttft_timeout = self.settings.routing.ttft_timeout
         try:

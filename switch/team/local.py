@@ -108,6 +108,18 @@ def lag(connection: sqlite3.Connection | None, now: float | None = None) -> Lag:
     return Lag(rows, oldest, status.get("last_error"), status.get("last_ok_at"))
 
 
+def ledger_lag() -> Lag:
+    """The lag of this home's ledger, read from it without writing (no ledger yet: nothing to ship)."""
+    from switch.ledger.db import open_read_only
+
+    connection = open_read_only()
+    try:
+        return lag(connection)
+    finally:
+        if connection is not None:
+            connection.close()
+
+
 def describe(value: Lag) -> tuple[bool, str]:
     """(ok, one line) about the lag, for status, doctor and the dashboard."""
     if value.rows == 0:

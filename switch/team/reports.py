@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from switch.ledger.queries import finish
-from switch.ledger.rollups import SUMS
+from switch.ledger.rollups import SUMS, merge_sums
 from switch.team.sql import CALLS_TABLE, DAILY_SUMS, DAILY_TABLE, DAY_SQL, pg_sum
 
 if TYPE_CHECKING:
@@ -63,23 +63,7 @@ def _range(column: str, low: Any, high: Any) -> tuple[str, list[Any]]:
 
 
 def _merge(merged: dict[Any, list[Any]], rows: list[tuple[Any, ...]]) -> None:
-    first, last = len(DAILY_SUMS), len(DAILY_SUMS) + 1
-    for group, *values in rows:
-        current = merged.get(group)
-        if current is None:
-            merged[group] = list(values)
-            continue
-        for position, value in enumerate(values):
-            if value is None:
-                continue
-            if current[position] is None:
-                current[position] = value
-            elif position == first:
-                current[position] = min(current[position], value)
-            elif position == last:
-                current[position] = max(current[position], value)
-            else:
-                current[position] += value
+    merge_sums(merged, rows, len(DAILY_SUMS), len(DAILY_SUMS) + 1)
 
 
 def spend(

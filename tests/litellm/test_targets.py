@@ -356,3 +356,26 @@ def test_a_silent_litellm_target_falls_back_after_the_time_to_first_token_limit(
     records = proxy.sink.wait(2)
     assert [(r.provider, r.outcome) for r in records] == [("gem", "transport_error"), ("backup", "completed")]
     assert records[1].fallback_trigger == "timeout"
+
+
+def test_a_pdf_reaches_a_litellm_provider_as_its_extracted_text(litellm_proxy: Callable[..., Proxy]) -> None:
+    from tests.document_helpers import b64, make_pdf
+
+    proxy = litellm_proxy(TARGETS["ollama"])
+    fakes: Fakes = proxy.extra["fakes"]
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-caller", max_retries=0)
+    pdf: Any = {
+        "type": "document",
+        "title": "plan.pdf",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": b64(make_pdf(["first page", "last"]))},
+    }
+    message = client.messages.create(
+        model="claude-opus-5-5",
+        max_tokens=100,
+        messages=[{"role": "user", "content": [pdf, {"type": "text", "text": "Summarise it."}]}],
+    )
+    assert message.content[0].type == "text"
+    (user,) = fakes.ollama.received[0].json["messages"]
+    said = str(user["content"])
+    assert 'document "plan.pdf"' in said and "--- page 2 ---" in said and "first page" in said
+    assert "Summarise it." in said
