@@ -1,17 +1,16 @@
-"""Prometheus metrics at `GET /metrics`, in a private registry per app.
+"""Prometheus metrics at `GET /metrics`.
 
-Counters and histograms are updated on the ledger's writer thread from each priced row (never per
-chunk, never on the request path); queue depth, spill size and budget use are read when scraped.
+Counts are kept in plain dicts, updated on the ledger's writer thread from each priced row (never per chunk,
+never on the request path); prometheus_client is imported at the first scrape, so a proxy nobody scrapes
+does not carry it. Queue depth, spill size and budget use are read when scraped.
 """
 
 from __future__ import annotations
 
+import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 CALL_LABELS = ("harness", "role", "served_model")
 TTFT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -22,18 +21,113 @@ TOKEN_KINDS = (
     ("cache_read", "cache_read_tokens"),
     ("cache_write", "cache_write_tokens"),
 )
+# name: (help, label names)
+COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "switch_calls": ("Call attempts", (*CALL_LABELS, "outcome")),
+    "switch_errors": ("Call attempts that did not complete", (*CALL_LABELS, "outcome")),
+    "switch_tokens": ("Tokens by kind", (*CALL_LABELS, "kind")),
+    "switch_cost_micros": ("Cost in micro-USD (priced calls)", CALL_LABELS),
+    "switch_native_cost_micros": (
+        "What the same tokens would have cost on the model asked for, in micro-USD",
+        CALL_LABELS,
+    ),
+    "switch_unpriced_calls": ("Call attempts with no known price", CALL_LABELS),
+    "switch_fallbacks": ("Attempts on a later target, by trigger", ("trigger",)),
+    "switch_budget_actions": ("Calls a budget acted on", ("budget", "action")),
+}
+HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
+    "switch_ttft_seconds": ("Time to first token", TTFT_BUCKETS),
+    "switch_duration_seconds": ("Call duration", DURATION_BUCKETS),
+}
 
 
-class _Live(Collector):
-    """Gauges computed at scrape time."""
+class Metrics:
+    """The proxy's metrics; `observe` is a ledger observer (writer thread), `exposition` serves a scrape."""
 
     def __init__(
-        self, ledger: Callable[[], dict[str, Any]] | None, budgets: Callable[[], list[dict[str, Any]]]
+        self,
+        ledger: Callable[[], dict[str, Any]] | None = None,
+        budgets: Callable[[], list[dict[str, Any]]] = list,
     ) -> None:
         self.ledger = ledger
         self.budgets = budgets
+        self._lock = threading.Lock()
+        self._counts: dict[str, dict[tuple[str, ...], float]] = {name: {} for name in COUNTERS}
+        # Per label set: one count per bucket (not cumulative), then the number of observations and their sum.
+        self._histograms: dict[str, dict[tuple[str, ...], list[float]]] = {name: {} for name in HISTOGRAMS}
+        self._registry: Any = None
 
-    def collect(self) -> Iterator[Metric]:
+    def _add(self, name: str, labels: tuple[str, ...], amount: float = 1.0) -> None:
+        table = self._counts[name]
+        table[labels] = table.get(labels, 0.0) + amount
+
+    def _observe(self, name: str, labels: tuple[str, ...], value: float) -> None:
+        bounds = HISTOGRAMS[name][1]
+        entry = self._histograms[name].get(labels)
+        if entry is None:
+            entry = self._histograms[name][labels] = [0.0] * (len(bounds) + 2)
+        slot = bisect_left(bounds, value)  # the first bound >= value: Prometheus buckets are `le`
+        if slot < len(bounds):
+            entry[slot] += 1
+        entry[-2] += 1
+        entry[-1] += value
+
+    def observe(self, _record: Any, row: dict[str, Any]) -> None:
+        """Count one priced call."""
+        provider = row["provider"]
+        model = f"{provider}/{row['served_model']}" if provider else "none"
+        labels = (row["harness"], row["role"], model)
+        outcome = row["outcome"]
+        with self._lock:
+            self._add("switch_calls", (*labels, outcome))
+            if outcome != "completed":
+                self._add("switch_errors", (*labels, outcome))
+            for kind, column in TOKEN_KINDS:
+                count = row[column]
+                if count:
+                    self._add("switch_tokens", (*labels, kind), count)
+            cost = row["cost_micros"]
+            if cost is None:
+                if provider:
+                    self._add("switch_unpriced_calls", labels)
+            elif cost:
+                self._add("switch_cost_micros", labels, cost)
+            native = row["native_cost_micros"]
+            if native:
+                self._add("switch_native_cost_micros", labels, native)
+            if row["ttft_ms"] is not None:
+                self._observe("switch_ttft_seconds", labels, row["ttft_ms"] / 1000)
+            self._observe("switch_duration_seconds", labels, row["duration_ms"] / 1000)
+            if row["fallback_attempt"]:
+                self._add("switch_fallbacks", (row["fallback_trigger"] or "unknown",))
+            if row["budget_action"]:
+                self._add("switch_budget_actions", (row["budget"] or "", row["budget_action"]))
+
+    def collect(self) -> Iterator[Any]:
+        """Every metric as prometheus_client families (called by its registry at a scrape)."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+        with self._lock:
+            counts = {name: dict(table) for name, table in self._counts.items()}
+            histograms = {
+                name: {labels: list(entry) for labels, entry in table.items()}
+                for name, table in self._histograms.items()
+            }
+        for name, (description, label_names) in COUNTERS.items():
+            counter = CounterMetricFamily(name, description, labels=list(label_names))
+            for labels, value in counts[name].items():
+                counter.add_metric(list(labels), value)
+            yield counter
+        for name, (description, bounds) in HISTOGRAMS.items():
+            histogram = HistogramMetricFamily(name, description, labels=list(CALL_LABELS))
+            for labels, entry in histograms[name].items():
+                cumulative, buckets = 0.0, []
+                for bound, count in zip(bounds, entry, strict=False):
+                    cumulative += count
+                    buckets.append((repr(float(bound)), cumulative))
+                buckets.append(("+Inf", entry[-2]))
+                histogram.add_metric(list(labels), buckets, entry[-1])
+            yield histogram
         if self.ledger is not None:
             health = self.ledger()
             queued = GaugeMetricFamily("switch_ledger_queue_depth", "Calls waiting for the ledger writer")
@@ -49,84 +143,19 @@ class _Live(Collector):
             "switch_budget_spent_micros", "Micro-USD counted against the budget this period", labels=["budget"]
         )
         limit = GaugeMetricFamily("switch_budget_limit_micros", "The budget's limit in micro-USD", labels=["budget"])
-        for entry in self.budgets():
-            used.add_metric([entry["name"]], float(entry["used"]))
-            spent.add_metric([entry["name"]], float(entry["spent_micros"]))
-            limit.add_metric([entry["name"]], float(entry["limit_micros"]))
+        for budget in self.budgets():
+            used.add_metric([budget["name"]], float(budget["used"]))
+            spent.add_metric([budget["name"]], float(budget["spent_micros"]))
+            limit.add_metric([budget["name"]], float(budget["limit_micros"]))
         yield used
         yield spent
         yield limit
 
-
-class Metrics:
-    """The proxy's metrics; `observe` is a ledger observer (writer thread)."""
-
-    def __init__(
-        self,
-        ledger: Callable[[], dict[str, Any]] | None = None,
-        budgets: Callable[[], list[dict[str, Any]]] = list,
-    ) -> None:
-        self.registry = CollectorRegistry(auto_describe=False)
-        registry = self.registry
-        self.calls = Counter("switch_calls", "Call attempts", [*CALL_LABELS, "outcome"], registry=registry)
-        self.errors = Counter(
-            "switch_errors", "Call attempts that did not complete", [*CALL_LABELS, "outcome"], registry=registry
-        )
-        self.tokens = Counter("switch_tokens", "Tokens by kind", [*CALL_LABELS, "kind"], registry=registry)
-        self.cost = Counter("switch_cost_micros", "Cost in micro-USD (priced calls)", CALL_LABELS, registry=registry)
-        self.native_cost = Counter(
-            "switch_native_cost_micros",
-            "What the same tokens would have cost on the model asked for, in micro-USD",
-            CALL_LABELS,
-            registry=registry,
-        )
-        self.unpriced = Counter(
-            "switch_unpriced_calls", "Call attempts with no known price", CALL_LABELS, registry=registry
-        )
-        self.ttft = Histogram(
-            "switch_ttft_seconds", "Time to first token", CALL_LABELS, buckets=TTFT_BUCKETS, registry=registry
-        )
-        self.duration = Histogram(
-            "switch_duration_seconds", "Call duration", CALL_LABELS, buckets=DURATION_BUCKETS, registry=registry
-        )
-        self.fallbacks = Counter(
-            "switch_fallbacks", "Attempts on a later target, by trigger", ["trigger"], registry=registry
-        )
-        self.budget_actions = Counter(
-            "switch_budget_actions", "Calls a budget acted on", ["budget", "action"], registry=registry
-        )
-        registry.register(_Live(ledger, budgets))
-
-    def observe(self, _record: Any, row: dict[str, Any]) -> None:
-        """Count one priced call."""
-        provider = row["provider"]
-        model = f"{provider}/{row['served_model']}" if provider else "none"
-        labels = (row["harness"], row["role"], model)
-        outcome = row["outcome"]
-        self.calls.labels(*labels, outcome).inc()
-        if outcome != "completed":
-            self.errors.labels(*labels, outcome).inc()
-        for kind, column in TOKEN_KINDS:
-            count = row[column]
-            if count:
-                self.tokens.labels(*labels, kind).inc(count)
-        cost = row["cost_micros"]
-        if cost is None:
-            if provider:
-                self.unpriced.labels(*labels).inc()
-        elif cost:
-            self.cost.labels(*labels).inc(cost)
-        native = row["native_cost_micros"]
-        if native:
-            self.native_cost.labels(*labels).inc(native)
-        if row["ttft_ms"] is not None:
-            self.ttft.labels(*labels).observe(row["ttft_ms"] / 1000)
-        self.duration.labels(*labels).observe(row["duration_ms"] / 1000)
-        if row["fallback_attempt"]:
-            self.fallbacks.labels(row["fallback_trigger"] or "unknown").inc()
-        if row["budget_action"]:
-            self.budget_actions.labels(row["budget"] or "", row["budget_action"]).inc()
-
     def exposition(self) -> bytes:
         """The text exposition of every metric."""
-        return generate_latest(self.registry)
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        if self._registry is None:
+            self._registry = CollectorRegistry(auto_describe=False)
+            self._registry.register(self)
+        return bytes(generate_latest(self._registry))
