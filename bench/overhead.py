@@ -246,14 +246,10 @@ async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
 
     from switch.team import local
     from tests.ledger_seed import seed_ledger
-    from tests.team.pg import PASSWORD, Cluster
+    from tests.team.pg import PASSWORD, running_cluster
 
     results: dict[str, Any] = {}
-    cluster = Cluster()
-    try:
-        cluster.init()
-        cluster.start()
-        cluster.create_role()
+    with running_cluster() as cluster:
         url = cluster.new_database()
         plain_home = Path(tempfile.mkdtemp(prefix="switch-bench-plain-"))
         team_home = Path(tempfile.mkdtemp(prefix="switch-bench-team-"))
@@ -291,8 +287,6 @@ async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
             f"rows the shipper sent to PostgreSQL meanwhile: {shipped} in {elapsed:.1f} s ({shipped / elapsed:.0f}/s)"
         )
         results["shipped_rows"] = shipped
-    finally:
-        cluster.remove()
     return results
 
 

@@ -26,7 +26,7 @@ from switch.ledger.columns import COLUMNS  # noqa: E402
 from switch.ledger.db import open_for_writing  # noqa: E402
 from switch.team.sql import CALLS_TABLE, DAILY_TABLE, daily_upsert  # noqa: E402
 from tests.ledger_seed import seeded_rows, write_rows  # noqa: E402
-from tests.team.pg import PASSWORD, Cluster  # noqa: E402
+from tests.team.pg import PASSWORD, running_cluster  # noqa: E402
 
 CHUNK = 50_000
 MEMBERS = 20
@@ -92,11 +92,7 @@ def in_process(url: str) -> None:
 
 
 def main(args: argparse.Namespace) -> None:
-    cluster = Cluster()
-    try:
-        cluster.init()
-        cluster.start()
-        cluster.create_role()
+    with running_cluster() as cluster:
         url = cluster.new_database()
         home = Path(tempfile.mkdtemp(prefix="switch-bench-team-"))
         (home / "config.toml").write_text(f'[team]\nledger_url = "{url}"\nmember = "shipper"\n')
@@ -144,8 +140,6 @@ def main(args: argparse.Namespace) -> None:
                 f"{shipper.shipped / elapsed:,.0f} rows/s (batches of {shipper.batch_size}, into a "
                 f"{args.rows:,}-row table)"
             )
-    finally:
-        cluster.remove()
 
 
 if __name__ == "__main__":

@@ -6,20 +6,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.team.pg import PASSWORD, Cluster
+from tests.team.pg import PASSWORD, Cluster, running_cluster
 
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     """A running cluster for this process, stopped and removed afterwards even when tests fail."""
-    server = Cluster()
-    try:
-        server.init()
-        server.start()
-        server.create_role()
+    with running_cluster() as server:
         yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture

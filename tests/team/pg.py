@@ -13,6 +13,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PASSWORD = "team-pw-Zq7-never-shown"
@@ -131,6 +133,19 @@ class Cluster:
         """Stop the server and delete everything."""
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def running_cluster() -> Iterator[Cluster]:
+    """A started cluster with the switch role, stopped and removed afterwards whatever happens."""
+    cluster = Cluster()
+    try:
+        cluster.init()
+        cluster.start()
+        cluster.create_role()
+        yield cluster
+    finally:
+        cluster.remove()
 
 
 def wait_for(condition: object, timeout: float = 30.0, interval: float = 0.05) -> None:
