@@ -111,6 +111,8 @@ def seeded_rows(
             "error": "upstream baseten returned 500: down" if outcome != "completed" else None,
             "budget": None,
             "budget_action": None,
+            "request_kind": None,
+            "parent_agent_id": None,
         }
         rows.append(tuple(values[column] for column in COLUMNS))
     return rows

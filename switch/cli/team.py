@@ -47,7 +47,7 @@ def init(
         for step in steps:
             typer.echo(f"  {step.version}: {step.description}")
             if sql:
-                for statement in step.statements():
+                for statement in step.statements:
                     typer.echo("    " + " ".join(statement.split()) + ";")
         if not yes and not typer.confirm("Apply?", default=False):
             typer.echo("nothing changed")

@@ -45,6 +45,8 @@ COLUMNS: tuple[str, ...] = (
     "error",
     "budget",
     "budget_action",
+    "request_kind",
+    "parent_agent_id",
 )
 """Every column the writer fills, in the class's order (the database assigns the id)."""
 COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
@@ -136,6 +138,8 @@ COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "error": ((str,), False),
     "budget": ((str,), False),
     "budget_action": ((str,), False),
+    "request_kind": ((str,), False),
+    "parent_agent_id": ((str,), False),
 }
 """What each column accepts and whether it is required: checks rows read back from outside."""
 INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"

@@ -197,6 +197,14 @@ MIGRATIONS = (
         ALTER TABLE calls ADD COLUMN budget_action TEXT;
         """,
     ),
+    (
+        9,
+        "what each call was for (compaction, fork, review, ...) and which agent spawned its agent",
+        """
+        ALTER TABLE calls ADD COLUMN request_kind TEXT;
+        ALTER TABLE calls ADD COLUMN parent_agent_id TEXT;
+        """,
+    ),
 )
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (

@@ -53,6 +53,10 @@ class CallRecord:
     error: str | None = None
     budget: str | None = None
     budget_action: str | None = None
+    # What the harness said the call was for ("compaction", "fork", "review", ...; None: an ordinary turn).
+    request_kind: str | None = None
+    # The agent (or thread) that spawned this call's agent, as the harness names it.
+    parent_agent_id: str | None = None
     # The in-flight estimate this attempt held against its budgets (0: none), released once it is priced.
     budget_hold: int = 0
 

@@ -36,6 +36,8 @@ class Meter:
     error: str | None = None
     session_id: str | None = None
     agent_id: str | None = None
+    request_kind: str | None = None
+    parent_agent_id: str | None = None
     attempt: int = 0
     trigger: str | None = None
     harness: str = "other"
@@ -98,6 +100,8 @@ class Meter:
             error=error_text[:ERROR_TEXT_LIMIT] if error_text else None,
             budget=self.budget,
             budget_action=self.budget_action,
+            request_kind=self.request_kind,
+            parent_agent_id=self.parent_agent_id,
             budget_hold=self.budget_hold,
         )
         self.sink.submit(record)

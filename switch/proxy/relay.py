@@ -257,6 +257,8 @@ class Relay:
         meter.role = info.role
         meter.session_id = info.session_id
         meter.agent_id = info.agent_id
+        meter.request_kind = info.kind
+        meter.parent_agent_id = info.parent_agent_id
         meter.preset = self.presets.active.name
         if isinstance(body, dict):
             model = body.get("model")

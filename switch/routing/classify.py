@@ -67,6 +67,10 @@ class CallInfo:
     session_id: str | None
     agent_id: str | None
     family: str | None
+    # What the harness said the call is for ("compaction", "fork", "review", ...), None for an ordinary turn.
+    kind: str | None = None
+    # The agent or thread that spawned this call's agent, as the harness names it.
+    parent_agent_id: str | None = None
 
 
 def model_family(model: str) -> str | None:

@@ -22,6 +22,9 @@ from tests.ledger_seed import seeded_rows
 from tests.team.helpers import add_rows, connect, make_home, spend_json, switch
 from tests.team.pg import PASSWORD
 
+# The local columns a version-1 team server was created with (migration 1 as it shipped).
+VERSION_1_COLUMNS = COLUMNS[: COLUMNS.index("budget_action") + 1]
+
 
 def test_team_init_migrates_a_version_1_server_and_fills_the_rollup_from_its_rows(
     team_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -32,8 +35,13 @@ def test_team_init_migrates_a_version_1_server_and_fills_the_rollup_from_its_row
         migrate(connection, target=1)
         assert current_version(connection) == 1
         # Rows an older switch shipped before the rollup existed.
-        names = ("origin", "local_id", "member", "project", *COLUMNS)
-        rows = [("old-origin", index + 1, "zoe", "", *row) for index, row in enumerate(seeded_rows(900))]
+        # Only the columns version 1 has: later local columns arrive with later server migrations.
+        names = ("origin", "local_id", "member", "project", *COLUMNS[: len(VERSION_1_COLUMNS)])
+        assert COLUMNS[: len(VERSION_1_COLUMNS)] == VERSION_1_COLUMNS
+        rows = [
+            ("old-origin", index + 1, "zoe", "", *row[: len(VERSION_1_COLUMNS)])
+            for index, row in enumerate(seeded_rows(900))
+        ]
         with connection.cursor().copy(f"COPY team_calls ({', '.join(names)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
@@ -175,4 +183,42 @@ def test_the_password_stored_with_keys_set_team_is_used(
     assert PASSWORD not in stored.stdout + stored.stderr
     done = run_switch("team", "init", "--yes", env=env)
     assert done.returncode == 0, done.stderr
-    assert "applied 2 migration(s)" in done.stdout
+    assert f"applied {LATEST} migration(s)" in done.stdout
+
+
+# The texts of the migrations that have shipped, as digests: a shipped migration never changes, because a
+# server already at that version would never run the new text (append a migration instead).
+SHIPPED_MIGRATION_DIGESTS = {
+    1: "69191f8bbf7e10bd22d210c99125d76093ccb2ddaa4fad8b921f7e7f3b819220",
+    2: "8e2a5cc2775af2688cded3b3e0eeadc3328becfd7b7b8b55794f4ae31bfe798d",
+    3: "dc5f29e5a706f454728ef5914377560ec5c2c4b1f6e9f870892283cc769276fd",
+}
+
+
+def _digest(statements: tuple[str, ...]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n;\n".join(statements).encode()).hexdigest()
+
+
+def test_a_shipped_team_migration_never_changes() -> None:
+    from switch.team.migrations import MIGRATIONS
+
+    shipped = {migration.version: _digest(migration.statements) for migration in MIGRATIONS}
+    for version, digest in SHIPPED_MIGRATION_DIGESTS.items():
+        assert shipped[version] == digest, f"team migration {version} changed: add a new migration instead"
+
+
+def test_a_migrated_team_server_has_every_local_column_the_shipper_sends(team_url: str) -> None:
+    from switch.team.sql import SHIPPED_COLUMNS
+
+    with connect(team_url) as connection:
+        migrate(connection)
+        found = [
+            row[0]
+            for row in connection.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'team_calls' "
+                "ORDER BY ordinal_position"
+            ).fetchall()
+        ]
+    assert found == ["id", *SHIPPED_COLUMNS]
