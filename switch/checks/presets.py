@@ -12,8 +12,9 @@ from switch.checks.wiring import wired_models
 
 
 def preset_targets(preset: Preset) -> set[str]:
-    """Every target any route of `preset` names: roles, families and fallbacks."""
+    """Every target any route of `preset` names: roles, kinds, families and fallbacks."""
     from switch.routing.classify import ROLES
+    from switch.routing.presets import KINDS
 
     targets: set[str] = set()
     for harness, routes in preset.sections.items():
@@ -21,6 +22,8 @@ def preset_targets(preset: Preset) -> set[str]:
             targets.update(preset.chain(harness, role))
         for family in routes.families:
             targets.update(preset.chain(harness, "orchestrator", family))
+        for kind in KINDS:
+            targets.update(preset.chain(harness, "orchestrator", kind=kind))
     return targets
 
 

@@ -92,6 +92,7 @@ def native_apis(preset: Preset) -> set[str]:
     for section, routes in preset.sections.items():
         chains = [preset.chain(section, role) for role in ROLES]
         chains += [preset.chain(section, "orchestrator", family) for family in routes.families]
+        chains += [preset.chain(section, "orchestrator", kind=kind) for kind in routes.kinds]
         if any(NATIVE in chain for chain in chains):
             # [default] serves every harness without its own table: Claude Code's API or OpenAI's.
             apis.update(own.get(section, ("anthropic", "openai-responses")))

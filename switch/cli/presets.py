@@ -65,11 +65,15 @@ def _refuse_broken_active(active: str | None, rows: list[dict[str, Any]]) -> Non
 
 def _describe(preset: Any) -> dict[str, Any]:
     from switch.routing.classify import ROLES
+    from switch.routing.presets import KINDS
 
     harnesses: dict[str, Any] = {}
     for harness, routes in preset.sections.items():
         harnesses[harness] = {
             **{role: list(preset.chain(harness, role)) for role in ROLES},
+            # Where forks and compaction turns go: their own key when the section names one, else the orchestrator's.
+            "kinds": {kind: list(preset.chain(harness, "orchestrator", kind=kind)) for kind in KINDS},
+            "kinds_named": sorted(routes.kinds),
             "fallback": list(routes.fallback),
             "families": {family: list(chain) for family, chain in routes.families.items()},
             "from_defaults": routes.from_defaults,
@@ -152,6 +156,9 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"    {role:<13} {' → '.join(routes[role])}")
             for family, chain in routes["families"].items():
                 typer.echo(f"    {family:<13} {' → '.join(chain)}")
+            for kind, chain in routes["kinds"].items():
+                how = "" if kind in routes["kinds_named"] else "  (as the orchestrator: keeps its cache)"
+                typer.echo(f"    {kind:<13} {' → '.join(chain)}{how}")
 
     app.add_typer(presets_app, name="presets")
 

@@ -45,6 +45,7 @@ from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionA
 from switch.proxy.translated import TranslatedPath
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.classify import CallInfo, classify
+from switch.routing.forks import ForkMatcher
 from switch.routing.presets import PresetManager, TargetOptions
 from switch.routing.resolve import Target, resolve_target
 
@@ -108,6 +109,7 @@ class Relay:
         self.keys = KeyCache({name: provider.api_key_env for name, provider in settings.providers.items()})
         self.responses = ResponseStore()
         self.affinity = SessionAffinity()
+        self.forks = ForkMatcher()
         self.translated = TranslatedPath(settings, pool, self.keys, self.reasoning, self.responses)
         self.passthrough = PassThroughPath(settings, pool)
         self.litellm = LiteLLMPath(self.translated, self.keys, self.reasoning)
@@ -182,7 +184,7 @@ class Relay:
         meter.requested_model = request.model
         meter.streamed = request.stream
         meter.preset = preset.name
-        chain = preset.chain(info.harness, info.role, info.family)
+        chain = preset.chain(info.harness, info.role, info.family, info.kind)
         gate = self.budgets
         effort: str | None = None
         if gate is not None:
@@ -199,7 +201,7 @@ class Relay:
                     # The budget's preset routes this call, with its target options, and is what the ledger shows.
                     preset = rerouted
                     meter.preset = preset.name
-                    chain = preset.chain(info.harness, info.role, info.family)
+                    chain = preset.chain(info.harness, info.role, info.family, info.kind)
                 effort = verdict.effort
         fallback_on = self.settings.routing.fallback_on
         trigger: str | None = None
@@ -252,7 +254,7 @@ class Relay:
             body = parse_json_body(await exchange.read_body(self.settings.server.max_body_bytes))
         except ClientRequestError as exc:
             refused = Rejection(exc.status, exc.message, exc.param)
-        info = _classify(exchange.headers, body)
+        info = self.forks.refine(_classify(exchange.headers, body), body)
         meter.harness = info.harness
         meter.role = info.role
         meter.session_id = info.session_id

@@ -3,10 +3,16 @@
 Signals, most reliable first:
 1. explicit: an `x-switch-role` header, or a `switch/<role>` (or `claude-switch-<role>`) model alias;
    `switch/auto` (`CLASSIFYING_MODEL`) forces nothing, so the signals below decide;
-2. harness headers: Claude Code's `x-claude-code-agent-id`, Codex's `x-openai-subagent`;
+2. harness headers: Claude Code's `x-claude-code-agent-id` and, when it sends them
+   (`CLAUDE_CODE_GATEWAY_HINT_HEADERS=1`), its hint headers `x-claude-code-request-class` and
+   `x-claude-code-agent-type`; Codex's `x-openai-subagent`;
 3. body markers: Claude Code's billing block `cc_is_subagent=true`; deepagents' subagent preamble,
    or a deepagents request without the `task` tool;
 4. known background prompts (titles, summaries, warm-ups) and haiku-class model names.
+
+A call's kind says what a turn is for beyond its role: Claude Code's forks (`fork`, a subagent that
+carries its parent's whole history) and compaction turns (`compaction`). Forks without a hint header
+are recognised against the session's orchestrator in `switch.routing.forks`, which needs memory.
 
 Pure: reads headers (lower-case names) and the parsed body; no I/O. The body may be anything a
 client sent (it is classified before it is validated, so a rejected call is still attributed): every
@@ -49,6 +55,10 @@ _BACKGROUND_MARKERS = (
 )
 _DEEPAGENTS_MARKERS = ("Deep Agents", "You are a deep agent")
 _DEEPAGENTS_SUBAGENT_PREAMBLE = "[The messages above are a prior conversation you are continu"
+# Claude Code's compaction prompt (2.1.332) opens with this line and names the <summary> block it wants
+# within its first few hundred characters.
+_CLAUDE_COMPACTION_OPENING = "CRITICAL: Respond with TEXT ONLY"
+_CLAUDE_COMPACTION_BLOCK = "<summary>"
 # Markers sit at the start of the prompts they identify; looking only there keeps classification
 # cheap on 20 KB system prompts.
 _MARKER_WINDOW = 600
@@ -190,6 +200,43 @@ def _session(headers: dict[str, str], body: dict[str, Any]) -> str | None:
     return cache_key if isinstance(cache_key, str) and cache_key else None
 
 
+def _claude_hinted(headers: dict[str, str]) -> bool:
+    """Whether Claude Code sent its hint headers (`CLAUDE_CODE_GATEWAY_HINT_HEADERS=1`) on this call."""
+    return "x-claude-code-request-class" in headers
+
+
+def _claude_subagent(headers: dict[str, str], system: list[str]) -> bool:
+    """Whether a Claude Code call comes from a delegated agent: the hint header when sent, else the agent id
+    header or the billing block's `cc_is_subagent=true`."""
+    if _claude_hinted(headers):
+        request_class = headers["x-claude-code-request-class"]
+        # A compaction turn names no agent in its class: it is a subagent's when that agent's id comes with it.
+        return request_class == "subagent" or (
+            request_class == "compaction" and bool(headers.get("x-claude-code-agent-id"))
+        )
+    billing = system[0] if system and system[0].startswith("x-anthropic-billing-header:") else ""
+    return bool(headers.get("x-claude-code-agent-id")) or "cc_is_subagent=true" in billing
+
+
+def _claude_kind(headers: dict[str, str], body: dict[str, Any]) -> str | None:
+    """`fork` or `compaction` for a Claude Code call that is one, from the hint headers when sent, else from
+    the compaction prompt (forks without hints need the session's memory: `switch.routing.forks`)."""
+    if headers.get("x-claude-code-agent-type") == "fork":
+        return "fork"
+    if headers.get("x-claude-code-request-class") == "compaction" or headers.get("x-claude-code-compaction"):
+        return "compaction"
+    if _claude_hinted(headers):
+        return None
+    last = _last_user_text(body)
+    if (
+        last is not None
+        and last.startswith(_CLAUDE_COMPACTION_OPENING)
+        and _CLAUDE_COMPACTION_BLOCK in last[:_MARKER_WINDOW]
+    ):
+        return "compaction"
+    return None
+
+
 def forced_role(model: str) -> Role | None:
     """The role a `switch/<role>` or `claude-switch-<role>` model name forces on every call, else None."""
     alias = _ALIAS.match(model)
@@ -212,18 +259,22 @@ def classify(headers: dict[str, str], body: Any) -> CallInfo:
     agent_id = headers.get("x-claude-code-agent-id") or None
     if agent_id is None and headers.get("thread-id") and headers.get("thread-id") != headers.get("session-id"):
         agent_id = headers["thread-id"]
+    kind: str | None = None
+    parent: str | None = None
+    if harness == "claude-code":
+        kind = _claude_kind(headers, body)
+        parent = headers.get("x-claude-code-parent-agent-id") or None
 
     named = headers.get("x-switch-role")
     if named in ROLES:
-        return CallInfo(harness, named, session, agent_id, family)
+        return CallInfo(harness, named, session, agent_id, family, kind, parent)
     forced = forced_role(model)
     if forced is not None:
-        return CallInfo(harness, forced, session, agent_id, family)
+        return CallInfo(harness, forced, session, agent_id, family, kind, parent)
 
     role: Role = "orchestrator"
     if harness == "claude-code":
-        billing = system[0] if system and system[0].startswith("x-anthropic-billing-header:") else ""
-        if headers.get("x-claude-code-agent-id") or "cc_is_subagent=true" in billing:
+        if _claude_subagent(headers, system) or kind == "fork":
             role = "subagent"
     elif harness == "codex":
         role = _CODEX_ROLES.get(headers.get("x-openai-subagent", ""), "orchestrator")
@@ -232,9 +283,9 @@ def classify(headers: dict[str, str], body: Any) -> CallInfo:
         user = _user_texts(body)
         if any(text.startswith(_DEEPAGENTS_SUBAGENT_PREAMBLE) for text in user) or (tools and "task" not in tools):
             role = "subagent"
-    if role == "orchestrator":
+    if role == "orchestrator" and kind is None:
         if family == "haiku" or _has_marker(system, _BACKGROUND_MARKERS):
             role = "background"
         elif _last_user_text(body) == "Warmup":
             role = "background"
-    return CallInfo(harness, role, session, agent_id, family)
+    return CallInfo(harness, role, session, agent_id, family, kind, parent)

@@ -7,6 +7,9 @@
     subagent = "baseten/moonshotai/Kimi-K3"
     background = "baseten/moonshotai/Kimi-K3"
     fallback = ["native"]              # tried after a role's own targets
+    # fork = "..."                     # optional: Claude Code forks; unset, they go where the orchestrator goes
+    # compaction = "..."               # optional: compaction turns; unset, the orchestrator's target (or a
+                                       # compacting subagent's own) keeps them, with its prompt cache
 
     [claude-code.families]             # optional: Claude model family → target
     haiku = "baseten/moonshotai/Kimi-K3"
@@ -44,6 +47,8 @@ SHIPPED_DIR = Path(str(resources.files("switch.harness_presets")))
 SECTIONS = ("default", "claude-code", "codex", "langchain")
 REASONING_MODES = ("off", "follow", "none", "minimal", "low", "medium", "high", "xhigh", "max")
 DEFAULTS_PRESET = "defaults"
+KINDS = ("fork", "compaction")
+"""Call kinds a preset section may route on their own; unrouted, they follow the agent whose history they carry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,8 @@ class HarnessRoutes:
     roles: dict[str, tuple[str, ...]]
     fallback: tuple[str, ...] = ()
     families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Targets for a kind of call (`fork`, `compaction`) the section names explicitly.
+    kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # True for a [default] the preset does not name: every role on config.toml's [defaults] model.
     from_defaults: bool = False
 
@@ -79,10 +86,20 @@ class Preset:
         """The section for `harness`, else `default`."""
         return self.sections.get(harness) or self.sections["default"]
 
-    def chain(self, harness: str, role: str, family: str | None = None) -> tuple[str, ...]:
-        """Targets to try, in order, for a call (duplicates removed, order kept)."""
+    def chain(self, harness: str, role: str, family: str | None = None, kind: str | None = None) -> tuple[str, ...]:
+        """Targets to try, in order, for a call (duplicates removed, order kept).
+
+        A fork or a compaction turn re-reads a history another agent built: unless the section routes its kind,
+        it goes where that agent goes (a fork and the main thread's compaction: the orchestrator; a subagent's
+        compaction: the subagent), so the upstream's prompt cache of that history is hit."""
         routes = self.routes_for(harness)
-        own = routes.families.get(family or "") or routes.roles.get(role) or routes.roles["orchestrator"]
+        explicit = routes.kinds.get(kind) if kind is not None else None
+        if explicit is not None:
+            own = explicit
+        else:
+            if kind == "fork" or (kind == "compaction" and role != "subagent"):
+                role = "orchestrator"
+            own = routes.families.get(family or "") or routes.roles.get(role) or routes.roles["orchestrator"]
         ordered: list[str] = []
         for reference in (*own, *routes.fallback):
             if reference not in ordered:
@@ -133,7 +150,7 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
             continue
         if not isinstance(table, dict):
             raise PresetError(f"{where_file}: key '{section}': expected a table")
-        allowed = {*ROLES, "fallback", "families"}
+        allowed = {*ROLES, *KINDS, "fallback", "families"}
         for key in table:
             if key not in allowed:
                 raise PresetError(
@@ -161,7 +178,12 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
                     f"{where_file}: unknown key '{section}.families.{family}' (allowed: {', '.join(FAMILIES)})"
                 )
             families[family] = _references(value, f"{section}.families.{family}", where_file, providers)
-        sections[section] = HarnessRoutes(roles, fallback, families)
+        kinds = {
+            kind: _references(table[kind], f"{section}.{kind}", where_file, providers)
+            for kind in KINDS
+            if kind in table
+        }
+        sections[section] = HarnessRoutes(roles, fallback, families, kinds)
     sections.setdefault("default", _defaults_routes(default_model))
     targets: dict[str, TargetOptions] = {}
     raw_targets = raw.get("targets", {})
@@ -311,4 +333,4 @@ class PresetManager:
         return self.active is not before
 
 
-__all__ = ["HARNESSES", "Preset", "PresetManager", "TargetOptions", "load_preset", "set_active", "use_preset"]
+__all__ = ["HARNESSES", "KINDS", "Preset", "PresetManager", "TargetOptions", "load_preset", "set_active", "use_preset"]

@@ -34,9 +34,14 @@ def claude_statusline() -> dict[str, Any]:
     }
 
 
+# Claude Code then says on each request what it is (main turn, subagent, fork, compaction): switch routes and
+# records by it instead of guessing from the body.
+HINT_HEADERS = {"CLAUDE_CODE_GATEWAY_HINT_HEADERS": "1"}
+
+
 def claude_env(port: int) -> dict[str, str]:
     """The environment Claude Code needs to go through switch."""
-    return {"ANTHROPIC_BASE_URL": proxy_url(port), "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1"}
+    return {"ANTHROPIC_BASE_URL": proxy_url(port), "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1", **HINT_HEADERS}
 
 
 def read_json(path: Path) -> tuple[bytes | None, dict[str, Any]]:

@@ -12,6 +12,11 @@ from tests.conftest import capture_names, load_capture
 SUBAGENT_CALLS = {
     "claude_code_models_env/03_POST_v1_messages.json",
     "claude_code_subagent/03_POST_v1_messages.json",
+    "claude_code_fork/02_POST_v1_messages.json",
+    "claude_code_fork_hinted/02_POST_v1_messages.json",
+    "claude_code_nested_subagent/03_POST_v1_messages.json",
+    "claude_code_nested_subagent/04_POST_v1_messages.json",
+    "claude_code_nested_subagent/05_POST_v1_messages.json",
     "claude_code_subagent_fg/02_POST_v1_messages.json",
     "claude_code_subagent_haiku/02_POST_v1_messages.json",
     "codex_subagent/03_POST_v1_responses.json",

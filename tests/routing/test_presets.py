@@ -47,6 +47,11 @@ def test_hybrid_sends_orchestrator_native_and_subagents_to_kimi() -> None:
             "'targets.native.reasoning'",
         ),
         ("[default\n", "not valid TOML"),
+        ('[default]\norchestrator = "native"\nfork = 3\n', "'default.fork'"),
+        (
+            '[default]\norchestrator = "native"\ncompaction = "nowhere/x"\n',
+            "key 'default.compaction': unknown provider",
+        ),
     ],
 )
 def test_invalid_preset_error_names_file_and_key(isolated_home: Path, text: str, expected: str) -> None:
@@ -111,3 +116,57 @@ def test_a_preset_may_name_only_some_harnesses(isolated_home: Path) -> None:
         [sys.executable, "-m", "switch", "use", "codex-only"], env=dict(os.environ), capture_output=True, text=True
     )
     assert used.returncode == 0, used.stderr
+
+
+def test_forks_and_compaction_follow_the_orchestrator_unless_the_section_routes_them() -> None:
+    from switch.routing.presets import parse_preset
+
+    raw = {
+        "default": {"orchestrator": "baseten/main", "subagent": "baseten/helper", "background": "baseten/small"},
+        "claude-code": {"orchestrator": "native", "subagent": "baseten/helper", "fork": "baseten/forks"},
+        "codex": {"orchestrator": "openai/big", "background": "baseten/small", "compaction": ["baseten/compact"]},
+    }
+    preset = parse_preset("p", None, raw, PROVIDERS, DEFAULT_MODEL)
+    # [default] names neither kind: both go where the orchestrator goes, whatever role the call has.
+    assert preset.chain("langchain", "subagent", kind="fork") == ("baseten/main",)
+    assert preset.chain("langchain", "orchestrator", kind="compaction") == ("baseten/main",)
+    assert preset.chain("langchain", "background", kind="compaction") == ("baseten/main",)
+    # A subagent compacting its own context stays on the subagent's target, where its history is cached.
+    assert preset.chain("langchain", "subagent", kind="compaction") == ("baseten/helper",)
+    # An explicit key wins, for that kind only.
+    assert preset.chain("claude-code", "subagent", kind="fork") == ("baseten/forks",)
+    assert preset.chain("claude-code", "orchestrator", kind="compaction") == ("native",)
+    # Codex's compaction (kind set by its own classifier, role background) uses the same mechanism.
+    assert preset.chain("codex", "background", kind="compaction") == ("baseten/compact",)
+    assert preset.chain("codex", "background") == ("baseten/small",)
+    # An ordinary subagent call still goes to the subagent route; a family route applies to a fork too.
+    assert preset.chain("claude-code", "subagent") == ("baseten/helper",)
+    with_family = parse_preset(
+        "f", None, {"default": {"orchestrator": "native", "families": {"opus": "baseten/opus"}}}, PROVIDERS, "x/y"
+    )
+    assert with_family.chain("claude-code", "subagent", "opus", kind="fork") == ("baseten/opus",)
+
+
+def test_presets_show_names_where_forks_and_compaction_go(isolated_home: Path) -> None:
+    directory = isolated_home / "presets"
+    directory.mkdir()
+    (directory / "kinds.toml").write_text(
+        'description = "k"\n[default]\norchestrator = "baseten/main"\nsubagent = "baseten/helper"\n'
+        'compaction = "baseten/compact"\n',
+        encoding="utf-8",
+    )
+    env = {**os.environ, "SWITCH_HOME": str(isolated_home)}
+    shown = subprocess.run(
+        [sys.executable, "-m", "switch", "presets", "show", "kinds"], capture_output=True, text=True, env=env
+    )
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split()[0]: line for line in shown.stdout.splitlines()[2:]}
+    assert "baseten/main" in lines["fork"] and "as the orchestrator" in lines["fork"]
+    assert "baseten/compact" in lines["compaction"] and "as the orchestrator" not in lines["compaction"]
+    as_json = subprocess.run(
+        [sys.executable, "-m", "switch", "presets", "show", "kinds", "--json"], capture_output=True, text=True, env=env
+    )
+    import json
+
+    routes = json.loads(as_json.stdout)["routes"]["default"]
+    assert routes["kinds"] == {"fork": ["baseten/main"], "compaction": ["baseten/compact"]}
