@@ -35,6 +35,31 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f} ms"
 
 
+def _agent_spend(since: float | None, until: float | None, as_json: bool) -> None:
+    """`spend --by agent`: each session in the range as a tree of agents with calls, models, spend and native."""
+    from switch.ledger.agents import agent_trees, label, walk
+    from switch.ledger.queries import micros_to_usd
+
+    trees = agent_trees(_connection(), since, until)
+    if as_json:
+        typer.echo(json.dumps({"by": "agent", "since": since, "until": until, "sessions": trees}, indent=2))
+        return
+    if not trees:
+        typer.echo("No session calls in that range.")
+        return
+    typer.echo(f"{'agent':<34} {'model':<28} {'calls':>6} {'spend':>12} {'native':>12}")
+    for tree in trees:
+        typer.echo(f"session {tree['session_id']} ({tree['harness']})")
+        for depth, node in walk(tree["agents"]):
+            name = ("  " * depth + ("└ " if depth else "") + label(node))[:34]
+            models = ", ".join(node["models"]) or "-"
+            unpriced = f" ({node['unpriced']} unpriced)" if node["unpriced"] else ""
+            typer.echo(
+                f"{name:<34} {models[:28]:<28} {node['calls']:>6} {micros_to_usd(node['spend_micros']):>12} "
+                f"{micros_to_usd(node['native_micros']):>12}{unpriced}"
+            )
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to `app`."""
 
@@ -44,8 +69,8 @@ def register(app: typer.Typer) -> None:
         until: str = typer.Option(None, help="End, same forms."),
         by: str = typer.Option(
             None,
-            help="Group by day, model, role, harness, session, preset, provider or requested "
-            "(with --team: member, project, harness, role, model or day).",
+            help="Group by day, model, role, harness, session, preset, provider or requested; agent draws each "
+            "session as its tree of agents (with --team: member, project, harness, role, model or day).",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
         team: bool = typer.Option(
@@ -61,8 +86,11 @@ def register(app: typer.Typer) -> None:
 
             team_spend(by, *_times(since, until), as_json)
             return
+        if by == "agent":
+            _agent_spend(*_times(since, until), as_json)
+            return
         if by is not None and by not in GROUPS:
-            typer.echo(f"switch: --by must be one of: {', '.join(GROUPS)}", err=True)
+            typer.echo(f"switch: --by must be one of: {', '.join(GROUPS)}, agent", err=True)
             raise typer.Exit(2)
         start, end = _times(since, until)
         connection = _connection()
