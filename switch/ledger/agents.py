@@ -88,18 +88,27 @@ def _tree(harness: str, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     """One session's rows → its main thread node, with every other agent hung under its parent."""
     main = _node(MAIN, "orchestrator", None)
     agents: dict[str, dict[str, Any]] = {}
-    # Turns that belong to an agent but are not its ordinary calls: compaction, background.
+    # Calls that belong to an agent but are not its ordinary turns (compaction, background), and the main
+    # thread's delegated calls that name no agent.
     turns: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         agent_id, parent, role, kind = row[2], row[3], row[4], row[5]
         owner = MAIN if not agent_id else agent_id
         if owner != MAIN and owner not in agents:
             agents[owner] = _node(owner, "subagent", owner)
-        if kind == "compaction" or (role == "background" and kind != "fork"):
-            label = "compaction" if kind == "compaction" else "background"
-            node = turns.get((owner, label))
+        if kind == "compaction":
+            turn = "compaction"
+        elif role == "background" and kind != "fork":
+            turn = "background"
+        elif owner == MAIN and (role == "subagent" or kind == "fork"):
+            # Delegated calls that name no agent (deepagents, Claude Code without the agent header): one node.
+            turn = "fork" if kind == "fork" else "subagent"
+        else:
+            turn = ""
+        if turn:
+            node = turns.get((owner, turn))
             if node is None:
-                node = turns[(owner, label)] = _node(f"{owner}/{label}", label, agent_id or None)
+                node = turns[(owner, turn)] = _node(f"{owner}/{turn}", turn, agent_id or None)
             _add(node, row)
             continue
         node = main if owner == MAIN else agents[owner]
@@ -135,7 +144,7 @@ def agent_trees(
     harness_of: dict[str, str] = {}
     for row in connection.execute(_SQL.format(where=where), params):
         by_session.setdefault(row[0], []).append(row)
-        harness_of.setdefault(row[0], row[1])
+        harness_of[row[0]] = min(harness_of.get(row[0], row[1]), row[1])  # as `queries.sessions` names it
     trees = []
     for session, rows in by_session.items():
         tree = _tree(harness_of[session], rows)
@@ -156,5 +165,7 @@ def walk(node: dict[str, Any], depth: int = 0) -> list[tuple[int, dict[str, Any]
 
 def label(node: dict[str, Any]) -> str:
     """How a node is named in a tree: its kind, and the agent id's first 8 characters."""
-    agent = node["agent_id"]
-    return f"{node['kind']} {agent[:8]}" if agent and node["kind"] in ("subagent", "fork") else node["kind"]
+    agent, kind = node["agent_id"], node["kind"]
+    if kind in ("subagent", "fork"):
+        return f"{kind} {agent[:8]}" if agent else f"{kind}s (no agent id)"
+    return str(kind)

@@ -100,6 +100,27 @@ def test_unpriced_agents_stay_unknown_and_a_parent_outside_the_range_still_holds
     assert kid["spend_micros"] is None and kid["unpriced"] == 1
 
 
+def test_delegated_calls_without_an_agent_id_are_one_node_and_harness_is_named_as_in_sessions(
+    isolated_home: Path,
+) -> None:
+    ledger = isolated_home / "ledger.db"
+    record(
+        ledger,
+        kimi_call(FROZEN_NOW, session_id="s3", harness="langchain", role="orchestrator"),
+        kimi_call(FROZEN_NOW + 1, session_id="s3", harness="langchain", role="subagent"),
+        kimi_call(FROZEN_NOW + 2, session_id="s3", harness="langchain", role="subagent"),
+        kimi_call(FROZEN_NOW + 3, session_id="s3", harness="codex", role="subagent", agent_id="t1"),
+    )
+    (tree,) = trees(ledger)
+    assert tree["harness"] == "codex"  # the same name `queries.sessions` gives the session (MIN)
+    assert shape(tree["agents"]) == (
+        "orchestrator",
+        1,
+        [KIMI],
+        [("subagents (no agent id)", 2, [KIMI], []), ("subagent t1", 1, [KIMI], [])],
+    )
+
+
 def test_spend_by_agent_prints_the_tree_and_its_json(isolated_home: Path) -> None:
     ledger = isolated_home / "ledger.db"
     record(ledger, *session_calls("older", FROZEN_NOW - 1000), *session_calls("newer"))
