@@ -6,8 +6,9 @@ parent's history, and a last user turn holding a `<fork-boilerplate>` block. Wit
 `CLAUDE_CODE_GATEWAY_HINT_HEADERS=1` nothing in the headers says so, so switch keeps, per session, what the
 orchestrator last sent and compares a subagent call that carries the marker against it.
 
-Only references to strings the parsed body already holds are kept (no hashing, no copying); the
-comparison runs only on a subagent call whose last user turn carries the marker.
+Only references to what the parsed body already holds are kept (no hashing, no copying); the comparison
+runs only on a subagent call whose last user turn carries the marker, which is the fork's first call. Its
+later turns end in tool results instead, so the agent ids found to be forks are remembered too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ FORK_MARKER = "<fork-boilerplate>"
 _BILLING_PREFIX = "x-anthropic-billing-header:"
 # A live session is a few; each entry holds one request's system and tools (tens of KB).
 _SESSIONS = 64
+_FORK_AGENTS = 1024
 
 
 def _prompt(body: dict[str, Any]) -> tuple[str, ...] | None:
@@ -69,6 +71,7 @@ class ForkMatcher:
     def __init__(self, sessions: int = _SESSIONS) -> None:
         self.sessions = sessions
         self._orchestrators: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+        self._forks: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def refine(self, info: CallInfo, body: Any) -> CallInfo:
         """`info`, with kind `fork` when it is an unhinted fork of its session's orchestrator."""
@@ -81,7 +84,11 @@ class ForkMatcher:
             while len(self._orchestrators) > self.sessions:
                 self._orchestrators.popitem(last=False)
             return info
-        if info.role != "subagent" or info.kind is not None or not _carries_marker(body):
+        if info.role != "subagent" or info.kind is not None:
+            return info
+        if info.agent_id is not None and (info.session_id, info.agent_id) in self._forks:
+            return replace(info, kind="fork")
+        if not _carries_marker(body):
             return info
         remembered = self._orchestrators.get(info.session_id)
         if remembered is None:
@@ -90,4 +97,8 @@ class ForkMatcher:
         orchestrator = {"system": system, "tools": tools}
         if _prompt(body) != _prompt(orchestrator) or _tool_names(body) != _tool_names(orchestrator):
             return info
+        if info.agent_id is not None:
+            self._forks[(info.session_id, info.agent_id)] = None
+            while len(self._forks) > _FORK_AGENTS:
+                self._forks.popitem(last=False)
         return replace(info, kind="fork")

@@ -91,6 +91,21 @@ def test_unhinted_fork_is_not_a_fork_without_the_orchestrator_or_with_another_pr
     assert matcher.refine(classify(headers, body), body).kind == "fork"
 
 
+def test_a_forks_later_turns_stay_forks_without_the_marker_at_the_end() -> None:
+    matcher = ForkMatcher()
+    _session("claude_code_fork", 2, matcher)
+    headers, body = _call("claude_code_fork/02_POST_v1_messages.json")
+    later = copy.deepcopy(body)
+    later["messages"] += [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    ]
+    assert matcher.refine(classify(headers, later), later).kind == "fork"
+    # Another agent of the session with the same body shape but no marker is not one.
+    other = {**headers, "x-claude-code-agent-id": "someone-else"}
+    assert matcher.refine(classify(other, later), later).kind is None
+
+
 def test_general_purpose_subagent_is_not_a_fork() -> None:
     infos = _session("claude_code_subagent", 4)
     assert [i.kind for i in infos] == [None] * 4
