@@ -73,8 +73,9 @@ def test_fork_is_served_by_the_orchestrators_target(
     assert forks, "Claude Code never started the fork"
     assert {request["model"] for request in received} == {ORCHESTRATOR_MODEL}
     # The fork re-sends the orchestrator's first request as its prefix: on the same model, its cache is hit.
-    first = received[0]["messages"]
-    assert forks[0]["messages"][1 : len(first)] == first[1:]
+    first = received[0]
+    assert forks[0]["messages"][: len(first["messages"])] == first["messages"]
+    assert (forks[0]["tools"], forks[0].get("user")) == (first["tools"], first.get("user"))
     rows = check_ledger(run, "claude-code")
     fork_rows = [row for row in rows if row["request_kind"] == "fork"]
     assert len(fork_rows) == len(forks) >= 2
