@@ -67,3 +67,20 @@ async def test_sessions_tab_draws_the_highlighted_sessions_agents(isolated_home:
         await pilot.press("down")
         lines = await tree_of(app, pilot, "plain")
         assert [line.split(" · ")[0] for line in lines] == ["orchestrator"]
+
+
+def test_health_tab_names_fork_and_compaction_routes_only_when_the_preset_does() -> None:
+    from switch.ui.panes.health import active_routes
+
+    from switch.checks.base import PresetStatus
+    from switch.config import BUILTIN_PROVIDERS
+    from switch.routing.presets import parse_preset
+
+    def routes(section: dict[str, Any]) -> str:
+        preset = parse_preset("p", None, {"default": section}, set(BUILTIN_PROVIDERS), "baseten/m")
+        return active_routes([PresetStatus("p", "", True, None, preset)], "baseten/m").plain
+
+    plain = routes({"orchestrator": "native", "subagent": "baseten/helper"})
+    assert "fork" not in plain and "compaction" not in plain
+    named = routes({"orchestrator": "native", "subagent": "baseten/helper", "fork": "baseten/forks"})
+    assert "fork → baseten/forks" in named and "compaction" not in named

@@ -59,6 +59,9 @@ def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Te
                     f"{role} → {' → '.join(preset.chain(harness, role))}"
                     for role in ("orchestrator", "subagent", "background")
                 )
+                # Forks and compaction follow the orchestrator unless the section names them: show only those.
+                for kind in sorted(preset.sections[harness].kinds):
+                    chains += f", {kind} → {' → '.join(preset.chain(harness, 'orchestrator', kind=kind))}"
                 # Say where a route the preset does not name comes from, or it reads as the preset's choice.
                 label = (
                     f"{harness} (not in the preset: [defaults] model)"
