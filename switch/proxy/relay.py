@@ -45,7 +45,7 @@ from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionA
 from switch.proxy.translated import TranslatedPath
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.classify import CallInfo, classify
-from switch.routing.forks import ForkMatcher
+from switch.routing.forks import ForkMatcher, route_owner
 from switch.routing.presets import PresetManager, TargetOptions
 from switch.routing.resolve import Target, resolve_target
 
@@ -178,7 +178,8 @@ class Relay:
         preset = self.presets.active
         if info.session_id and self.settings.routing.affinity == "session":
             # A session keeps the routes it started with: its upstream prefix cache stays warm.
-            preset = self.affinity.pin(info.session_id, info.agent_id, preset)
+            # A fork shares its parent's pin: after a `switch use` it still reads the history where it is cached.
+            preset = self.affinity.pin(info.session_id, route_owner(info), preset)
         if request.cache_key is None and info.session_id:
             request = replace(request, cache_key=info.session_id)
         meter.requested_model = request.model

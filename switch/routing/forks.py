@@ -102,3 +102,8 @@ class ForkMatcher:
             while len(self._forks) > _FORK_AGENTS:
                 self._forks.popitem(last=False)
         return replace(info, kind="fork")
+
+
+def route_owner(info: CallInfo) -> str | None:
+    """The agent whose pinned routes a call shares: a fork's parent (None: the main thread), else its own agent."""
+    return info.parent_agent_id if info.kind == "fork" else info.agent_id

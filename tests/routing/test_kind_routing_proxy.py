@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from switch.routing.presets import set_active
-from tests.conftest import FAKE_BASETEN_KEY, Proxy
+from tests.conftest import FAKE_BASETEN_KEY, Proxy, presets_of
 from tests.fake_upstream import FakeChatUpstream
 from tests.routing.test_routing_proxy import capture_request, write_preset
-from tests.servers import serve
+from tests.servers import serve, wait_until
 
 SPLIT = """
 [default]
@@ -101,3 +101,18 @@ def test_a_preset_that_routes_compaction_sends_it_there(proxy_for: Callable[...,
     records = _replay(proxy, "claude_code_compaction", 2)
     assert _models(main) == ["main-model"] and _models(helper) == ["compact-model"]
     assert records[1].request_kind == "compaction"
+
+
+def test_a_fork_after_switch_use_keeps_the_preset_its_orchestrator_started_on(
+    proxy_for: Callable[..., Any], isolated_home: Path
+) -> None:
+    proxy, main, helper = proxy_for(SPLIT)
+    _replay(proxy, "claude_code_fork", 1)
+    write_preset(isolated_home, "moved", 'description = "m"\n[default]\norchestrator = "helper/moved-model"\n')
+    set_active("moved")
+    wait_until(lambda: presets_of(proxy).active.name == "moved", what="the proxy to load the new preset")
+    answer = capture_request(proxy, "claude_code_fork/02_POST_v1_messages.json")
+    assert answer.status_code == 200, answer.text
+    fork = proxy.sink.wait(2)[1]
+    assert (fork.request_kind, fork.preset, fork.served_model) == ("fork", "kinds", "main-model")
+    assert helper.received == []
