@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from switch.budgets.book import BudgetBook, cap_effort
 from switch.budgets.periods import period_bounds
 from switch.budgets.rules import EFFORT_ORDER, Budget
-from switch.ledger.record import CallRecord
 from switch.protocols.ir import Reasoning
 
 BLOCK_AT_ONE_DOLLAR = Budget.model_validate({"scope": "total", "period": "day", "limit_usd": 1.0})
@@ -33,35 +32,17 @@ def _row(started_at: float, cost: int, **fields: Any) -> dict[str, Any]:
     }
 
 
-def _record(hold: int) -> CallRecord:
-    return CallRecord(
-        0.0,
-        "claude-code",
-        "subagent",
-        "p",
-        "m",
-        "baseten",
-        "m",
-        "anthropic",
-        "openai-chat",
-        False,
-        "completed",
-        200,
-        budget_hold=hold,
-    )
-
-
 def test_a_day_budget_starts_again_at_local_midnight() -> None:
     midnight = period_bounds("day", time.time())[1]
     now = [midnight - 60.0]
     book = BudgetBook([BLOCK_AT_ONE_DOLLAR], clock=lambda: now[0])
-    book.observe(_record(0), _row(midnight - 90, 1_200_000))
+    book.observe_row(_row(midnight - 90, 1_200_000, budget_hold=0))
     assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is not None
     now[0] = midnight + 1
     assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is None
-    book.observe(_record(0), _row(midnight - 30, 5_000_000))  # recorded late: it belongs to yesterday
+    book.observe_row(_row(midnight - 30, 5_000_000, budget_hold=0))  # recorded late: it belongs to yesterday
     assert book.report()[0]["spent_micros"] == 0
-    book.observe(_record(0), _row(midnight + 2, 1_000_000))
+    book.observe_row(_row(midnight + 2, 1_000_000, budget_hold=0))
     assert book.report()[0]["spent_micros"] == 1_000_000
 
 
@@ -78,13 +59,13 @@ def test_periods_start_at_local_midnight_and_follow_each_other(period: str) -> N
 
 def test_a_hold_counts_until_its_record_is_priced_and_only_once() -> None:
     book = BudgetBook([BLOCK_AT_ONE_DOLLAR])
-    book.observe(_record(0), _row(time.time(), 100))  # learns the price: 1 and 2 micro-USD per token
+    book.observe_row(_row(time.time(), 100, budget_hold=0))  # learns the price: 1 and 2 micro-USD per token
     amount = book.estimate("baseten/moonshotai/Kimi-K3", 4000, 100)
     assert amount == 1000 * 1 + 100 * 2
     hold = book.hold("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3", 999_900)
     assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is not None
     for _ in range(2):
-        book.observe(_record(hold), _row(time.time(), 0))
+        book.observe_row(_row(time.time(), 0, budget_hold=hold))
     assert book.report()[0]["spent_micros"] == 100
 
 
