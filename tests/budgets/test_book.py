@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -74,3 +75,39 @@ def test_the_effort_cap_never_raises_effort(asked: str, cap: str, budget_tokens:
     capped = cap_effort(Reasoning(True, asked, budget_tokens), cap)  # type: ignore[arg-type]
     assert EFFORT_ORDER.index(capped.effort) == min(EFFORT_ORDER.index(asked), EFFORT_ORDER.index(cap))
     assert cap_effort(Reasoning(False), cap) == Reasoning(False) and cap_effort(None, cap) is None
+
+
+class _DeletionsBy(dict[str, int]):
+    """A dict that remembers which thread deleted from it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted_by: list[int] = []
+
+    def __delitem__(self, key: str) -> None:
+        self.deleted_by.append(threading.get_ident())
+        super().__delitem__(key)
+
+
+def test_a_rollover_seen_by_the_writer_leaves_the_holds_to_the_event_loop() -> None:
+    midnight = period_bounds("day", time.time())[1]
+    now = [midnight - 60.0]
+    per_session = Budget.model_validate({"scope": "session", "period": "day", "limit_usd": 1.0})
+    book = BudgetBook([per_session], clock=lambda: now[0])
+    (tally,) = book.tallies
+    tally.session_reserved = reserved = _DeletionsBy()
+    hold = book.hold("claude-code", "subagent", "s1", "baseten/moonshotai/Kimi-K3", 500)
+
+    def writer() -> None:
+        # The hold is released, then a row of the next day rolls the period over, all on the writer thread.
+        book.observe_row(_row(midnight - 30, 100, session_id="s1", budget_hold=hold))
+        book.observe_row(_row(midnight + 5, 100, session_id="s2"))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    thread.join()
+    assert reserved.deleted_by == [] and "s1" in reserved  # the writer never touches what the loop writes
+    now[0] = midnight + 10
+    book.check("claude-code", "subagent", "s3", "baseten/moonshotai/Kimi-K3")
+    assert reserved.deleted_by == [threading.get_ident()] and "s1" not in reserved
+    assert book.report()[0]["spent_micros"] == 100
