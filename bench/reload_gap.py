@@ -64,13 +64,16 @@ def longest_gap(port: int, fake: FakeChatUpstream, edit: Callable[[int], None] |
     def read() -> None:
         body = {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
         with httpx.stream("POST", f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=120) as reply:
+            if reply.status_code != 200:
+                print(f"the proxy answered {reply.status_code}: {reply.read()[:300]!r}", flush=True)
             for _piece in reply.iter_raw():
                 arrivals.append(time.perf_counter())
                 started.set()
 
     reader = threading.Thread(target=read)
     reader.start()
-    started.wait(30)
+    if not started.wait(30):
+        raise SystemExit("the stream did not start")
     if edit is not None:
         for number in range(edits):
             edit(number)
@@ -89,7 +92,7 @@ def main() -> None:
         home = Path(directory)
         began = time.perf_counter()
         seed_ledger(home / "ledger.db", options.rows, now=time.time(), span_seconds=7 * 86400)
-        print(f"seeded {options.rows:,} rows in {time.perf_counter() - began:.0f} s")
+        print(f"seeded {options.rows:,} rows in {time.perf_counter() - began:.0f} s", flush=True)
         fake = FakeChatUpstream()
         port = free_port()
         with serve(fake) as url:

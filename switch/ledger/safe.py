@@ -61,17 +61,26 @@ def _number(value: Any, required: bool, integer: bool) -> Any:
 
 def safe_row(row: dict[str, Any]) -> dict[str, Any]:
     """`row` (changed in place and returned) with every text safe and every number in 0..2**53."""
+    # The writer thread runs this per row: the usual values (short ASCII text, plain numbers in range)
+    # are checked with a type test and a comparison, and only the others take the slow path.
     for column, required in _TEXT:
         value = row.get(column)
-        if value is None:
+        if type(value) is str:
+            if len(value) <= TEXT_LIMIT and value.isascii() and "\x00" not in value:
+                continue
+        elif value is None:
             if required:
                 row[column] = ""
             continue
-        if type(value) is not str:
+        else:
             value = str(value)
         row[column] = safe_text(value, ERROR_TEXT_LIMIT if column == "error" else TEXT_LIMIT)
     for column, required in _INTEGER:
-        row[column] = _number(row.get(column), required, integer=True)
+        value = row.get(column)
+        if type(value) is not int or not 0 <= value <= NUMBER_LIMIT:
+            row[column] = _number(value, required, integer=True)
     for column, required in _REAL:
-        row[column] = _number(row.get(column), required, integer=False)
+        value = row.get(column)
+        if (type(value) is not float and type(value) is not int) or not 0 <= value <= NUMBER_LIMIT:
+            row[column] = _number(value, required, integer=False)
     return row
