@@ -1,7 +1,7 @@
 """Soak: 2,000 calls through a real `switch serve` while its ledger is locked (calls spill and are replayed),
-the team server is down for a while and config.toml's budgets are edited; afterwards the ledger, the
-budgets' spend, the metrics and the team server agree exactly, call for call and micro-dollar for
-micro-dollar. (`bench/soak.py`-sized runs: raise CALLS.)"""
+the team server is down for a while, config.toml's budgets are edited and one client's model name holds a
+NUL; afterwards the ledger, the budgets' spend, the metrics and the team server agree exactly, call for
+call and micro-dollar for micro-dollar."""
 
 from __future__ import annotations
 
@@ -80,7 +80,9 @@ def test_soak_ledger_budgets_metrics_and_team_server_agree_exactly(
         with serve_process(port, env), httpx.Client(base_url=base, timeout=30) as client:
 
             def call(index: int) -> int:
-                body: dict[str, Any] = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"call {index}"}]}
+                # One client sends a model name PostgreSQL text cannot hold as it is.
+                model = "gpt-4o\x00nul" if index == 1234 else "gpt-4o"
+                body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": f"call {index}"}]}
                 if index % 4 == 0:
                     body |= {"stream": True, "stream_options": {"include_usage": True}}
                 return client.post("/v1/chat/completions", json=body).status_code
