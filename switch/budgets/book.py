@@ -127,8 +127,16 @@ class BudgetBook:
 
     # ---- start ---------------------------------------------------------------------------------
 
-    def load(self, connection: sqlite3.Connection | None, now: float | None = None) -> None:
-        """Start from the ledger: this period's spend per budget, and recent prices for estimates."""
+    def load(
+        self, connection: sqlite3.Connection | None, now: float | None = None, prices_from: BudgetBook | None = None
+    ) -> None:
+        """Start from the ledger: this period's spend per budget, and recent prices for estimates.
+
+        Given `prices_from` (the running book, at a config edit), its prices are taken over instead of
+        scanning a week of calls for them: the spend comes from the rollups, so a rebuild stays cheap."""
+        if prices_from is not None:
+            self.prices = dict(prices_from.prices)
+            self.top_price = prices_from.top_price
         if connection is None:
             return
         now = self.clock() if now is None else now
@@ -142,6 +150,8 @@ class BudgetBook:
                 tally.period = _Period(start, end, 0 if tally.kind == "session" else spent, sessions)
         finally:
             connection.rollback()
+        if prices_from is not None:
+            return
         rows = connection.execute(
             "SELECT provider, served_model, MAX(price_input), MAX(price_output) FROM calls "
             "WHERE started_at >= ? AND price_input IS NOT NULL GROUP BY provider, served_model",
