@@ -99,7 +99,8 @@ def test_soak_ledger_budgets_metrics_and_team_server_agree_exactly(
             calls(300)
             with DatabaseLock(isolated_home / "ledger.db") as lock:
                 calls(400)  # the writer cannot commit: rows go to the spill file
-                assert (isolated_home / "ledger.spill.jsonl").exists()
+                spill = isolated_home / "ledger.spill.jsonl"
+                wait_until(lambda: spill.exists() and spill.stat().st_size > 0, what="calls in the spill file")
                 lock.release()
             calls(100)
             cluster.stop()
