@@ -22,7 +22,8 @@ def team_lag_line(team: Team) -> tuple[bool, str, str | None]:
         return (
             False,
             line,
-            f"the rows stay in the local ledger; see {local.team_dir()}/servers/*/refused.jsonl for each reason",
+            f"the rows stay in the local ledger; each reason is in {local.team_dir()}/servers/*/refused.jsonl "
+            "(delete that file once read to clear this finding)",
         )
     if lag.last_error and "switch team init" in lag.last_error:
         return False, line, "switch team init (creates or migrates the team server's schema)"
