@@ -245,6 +245,7 @@ async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
     import subprocess
 
     from switch.team import local
+    from switch.team.config import Team
     from tests.ledger_seed import seed_ledger
     from tests.team.pg import PASSWORD, running_cluster
 
@@ -254,6 +255,7 @@ async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
         plain_home = Path(tempfile.mkdtemp(prefix="switch-bench-plain-"))
         team_home = Path(tempfile.mkdtemp(prefix="switch-bench-team-"))
         team_config = f'\n[team]\nledger_url = "{url}"\nmember = "bench"\n'
+        team = Team(ledger_url=url, member="bench")
         team_env = {"SWITCH_TEAM_PASSWORD": PASSWORD}
         (team_home / "config.toml").write_text(team_config)
         env = {**os.environ, "SWITCH_HOME": str(team_home), **team_env}
@@ -268,7 +270,7 @@ async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
             ("shipping", team_home, team_config, team_env),
         ):
             with serving(home, extra_config=config, extra_env=extra_env) as stack:
-                started, shipped_before = time.perf_counter(), local.cursor()
+                started, shipped_before = time.perf_counter(), local.cursor(team)
                 for name, build, to_ir, path, marker in WORKLOADS:
                     for stream in (False, True):
                         inbound_body = build(stream=stream)
@@ -282,7 +284,7 @@ async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
                         )
                 if kind == "shipping":
                     elapsed = time.perf_counter() - started
-                    shipped = local.cursor() - shipped_before
+                    shipped = local.cursor(team) - shipped_before
         print(
             f"rows the shipper sent to PostgreSQL meanwhile: {shipped} in {elapsed:.1f} s ({shipped / elapsed:.0f}/s)"
         )

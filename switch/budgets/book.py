@@ -1,10 +1,11 @@
 """The proxy's budget state: spend per budget this period, checked in O(1) per call (no query).
 
-It starts from the ledger (`status.period_spend`), then the ledger's writer thread adds each call's
-cost as it prices the call (`observe`), and the event loop adds each attempt's estimate while the
-attempt is in flight (`hold`), released when its record is priced. Each counter has one writing
-thread (spend and releases: the writer; holds: the event loop), so no lock is taken per call; only a
-period rollover takes one.
+It starts from the ledger (`status.period_spend`) as of one row id, then the ledger's writer thread
+adds the cost of each row committed after it (`observe`, a consumer of the recorder's stream of
+committed rows), and the event loop adds each attempt's estimate while the attempt is in flight
+(`hold`), released when its row is committed. Each counter has one writing thread (spend and
+releases: the writer; holds and forgetting idle sessions: the event loop), so no lock is taken per
+call; only a period rollover takes one.
 
 Overshoot bound: a call is let through while (spent + in-flight estimates) is below a threshold, so
 past it the spend can exceed the threshold by at most the last admitted call's estimate plus, for
@@ -53,6 +54,8 @@ class _Tally:
     period: _Period
     reserved: int = 0
     released: int = 0
+    sweep_due: bool = False
+    """The period rolled over: sessions with nothing in flight are to be forgotten (on the event loop)."""
     session_reserved: dict[str, int] = field(default_factory=dict)
     session_released: dict[str, int] = field(default_factory=dict)
 
@@ -119,18 +122,36 @@ class BudgetBook:
         # Ids unique across runs: a record spilled by an earlier process never releases a hold of this one.
         self._ids = itertools.count(time.time_ns())
         self._roll_lock = threading.Lock()
+        self.through_id = 0
+        """The last ledger row the loaded spend includes: `observe` counts only rows after it."""
 
     # ---- start ---------------------------------------------------------------------------------
 
-    def load(self, connection: sqlite3.Connection | None, now: float | None = None) -> None:
-        """Start from the ledger: this period's spend per budget, and recent prices for estimates."""
+    def load(
+        self, connection: sqlite3.Connection | None, now: float | None = None, prices_from: BudgetBook | None = None
+    ) -> None:
+        """Start from the ledger: this period's spend per budget, and recent prices for estimates.
+
+        Given `prices_from` (the running book, at a config edit), its prices are taken over instead of
+        scanning a week of calls for them: the spend comes from the rollups, so a rebuild stays cheap."""
+        if prices_from is not None:
+            self.prices = dict(prices_from.prices)
+            self.top_price = prices_from.top_price
         if connection is None:
             return
         now = self.clock() if now is None else now
-        for tally in self.tallies:
-            start, end = period_bounds(tally.budget.period, now)
-            spent, sessions = period_spend(connection, tally.budget, start, end)
-            tally.period = _Period(start, end, 0 if tally.kind == "session" else spent, sessions)
+        # One read transaction: the sums and the last row id they include are of the same moment.
+        connection.execute("BEGIN")
+        try:
+            self.through_id = int(connection.execute("SELECT COALESCE(MAX(id), 0) FROM calls").fetchone()[0])
+            for tally in self.tallies:
+                start, end = period_bounds(tally.budget.period, now)
+                spent, sessions = period_spend(connection, tally.budget, start, end)
+                tally.period = _Period(start, end, 0 if tally.kind == "session" else spent, sessions)
+        finally:
+            connection.rollback()
+        if prices_from is not None:
+            return
         rows = connection.execute(
             "SELECT provider, served_model, MAX(price_input), MAX(price_output) FROM calls "
             "WHERE started_at >= ? AND price_input IS NOT NULL GROUP BY provider, served_model",
@@ -154,6 +175,8 @@ class BudgetBook:
         for tally in self.tallies:
             if now >= tally.period.end:
                 self._roll(tally, now)
+            if tally.sweep_due:
+                self._sweep(tally)
             key = tally.key(harness, role, session, model)
             if key is None:
                 continue
@@ -205,12 +228,16 @@ class BudgetBook:
             if now < tally.period.end:
                 return
             tally.period = _Period(*period_bounds(tally.budget.period, now))
-            # Sessions with nothing in flight are forgotten; the others keep their holds.
-            for key in [
-                key for key, value in tally.session_reserved.items() if tally.session_released.get(key) == value
-            ]:
-                del tally.session_reserved[key]
-                tally.session_released.pop(key, None)
+            tally.sweep_due = tally.kind == "session"
+
+    @staticmethod
+    def _sweep(tally: _Tally) -> None:
+        # On the event loop, the only thread that adds holds: sessions with nothing in flight are
+        # forgotten (the writer never touches them again), the others keep their holds.
+        tally.sweep_due = False
+        for key in [key for key, value in tally.session_reserved.items() if tally.session_released.get(key) == value]:
+            del tally.session_reserved[key]
+            tally.session_released.pop(key, None)
 
     def _block_message(self, tally: _Tally, used: int) -> str:
         budget = tally.budget
@@ -224,9 +251,14 @@ class BudgetBook:
 
     # ---- writer thread -------------------------------------------------------------------------
 
-    def observe(self, record: Any, row: dict[str, Any]) -> None:
-        """Count one priced call (the writer thread calls this for every record it prices)."""
-        hold_id = getattr(record, "budget_hold", 0)
+    def observe(self, rows: list[dict[str, Any]]) -> None:
+        """Count committed rows (the recorder's consumer: the writer thread, right after each commit)."""
+        for row in rows:
+            self.observe_row(row)
+
+    def observe_row(self, row: dict[str, Any]) -> None:
+        """Release one committed call's hold and count its cost, unless the loaded spend has it already."""
+        hold_id = row.get("budget_hold", 0)
         if hold_id:
             hold = self._holds.pop(hold_id, None)
             if hold is not None:
@@ -240,7 +272,7 @@ class BudgetBook:
         if row.get("price_input") is not None:
             self._learn_price(model, float(row["price_input"]), float(row.get("price_output") or 0))
         cost = row.get("cost_micros")
-        if not cost:
+        if not cost or row.get("id", self.through_id + 1) <= self.through_id:
             return
         started = float(row["started_at"])
         for tally in self.tallies:

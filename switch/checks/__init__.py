@@ -261,7 +261,7 @@ def diagnose(probe: bool = False) -> list[Check]:
     if settings.team is not None:
         from switch.checks.team import team_check
 
-        results.append(team_check())
+        results.append(team_check(settings.team))
     results.extend(wiring_checks(state))
     results.extend(budget_checks(settings, state.health))
     if preset is not None:

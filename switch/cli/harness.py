@@ -173,11 +173,12 @@ def register(app: typer.Typer) -> None:
     def _team_lag() -> dict[str, Any] | None:
         from switch.config import load_settings
 
-        if load_settings().team is None:
+        team = load_settings().team
+        if team is None:
             return None
         from switch.checks.team import team_lag_line
 
-        ok, line, fix = team_lag_line()
+        ok, line, fix = team_lag_line(team)
         return {"ok": ok, "line": line, "fix": fix}
 
     @app.command("status")

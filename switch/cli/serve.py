@@ -155,6 +155,9 @@ def register(app: typer.Typer) -> None:
             baseline_openai=settings.pricing.baseline_openai,
         )
         recorder = Recorder(pricer)
+        # The app registers the budgets and metrics on the recorder's stream of committed rows before
+        # its writer starts (and replays the spill file): they see every row stored from then on.
+        app = create_app(settings, sink=recorder, config=loaded)
         recorder.start()
         shipper = None
         if settings.team is not None:
@@ -162,7 +165,6 @@ def register(app: typer.Typer) -> None:
             from switch.team.shipper import start_shipper
 
             shipper = start_shipper(settings)
-        app = create_app(settings, sink=recorder, config=loaded)
         _tune_gc()
         config = uvicorn.Config(
             app,

@@ -62,7 +62,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     from switch.team import local
 
     team = _team()
-    lag = local.ledger_lag()
+    lag = local.ledger_lag(team)
     if as_json:
         typer.echo(
             json.dumps(

@@ -10,6 +10,9 @@ start. Rows that cannot even be spilled (a full disk) stay in memory and are ret
 dropped while the process lives. Each kind of failure is logged once until writing works again, and
 `health()` reports it; a writer thread that dies anyway is restarted by the next `submit` or
 `health()`. `close` drains the queue before it returns. Rows never hold prompts or keys.
+
+What reads the calls afterwards (budgets, metrics) is fed by `committed` (`ledger/stream.py`): each
+transaction that inserts calls publishes exactly its rows, with their ids, after its commit.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer, unpriced_row
 from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
+from switch.ledger.safe import safe_row
 from switch.ledger.spill import SpillFile, decode_line, default_path, encode_record, encode_rows, storable
+from switch.ledger.stream import CommittedRows
 
 log = logging.getLogger("switch.recorder")
 
@@ -84,8 +89,10 @@ class Recorder:
         self.restarts = 0
         self.written = 0
         self.spilled = 0
-        self.observers: list[Callable[[CallRecord, dict[str, Any]], None]] = []
-        """Called on the writer thread with each record and its priced row (budgets, metrics): off the request path."""
+        self.committed = CommittedRows(self.database, self._failed)
+        """The stream of committed rows (budgets and metrics consume it): see `switch.ledger.stream`."""
+        self.consumers = self.committed.consumers
+        self.catch_up = self.committed.catch_up
 
     def start(self) -> None:
         """Start the writer thread (which first replays any spill file)."""
@@ -247,7 +254,7 @@ class Recorder:
         while self._overflow:
             self._taken.append(self._overflow.popleft())
         if self._taken:
-            rows = [self._observed(record, self._price(record)) for record in self._taken]
+            rows = [self._price(record) for record in self._taken]
             self._unsaved.extend(rows)
             self._taken.clear()
         if self._unsaved:
@@ -257,19 +264,14 @@ class Recorder:
             self._replay()
 
     def _price(self, record: CallRecord) -> dict[str, Any]:
+        """The record's row, priced, made safe for every store, with the budget hold it releases."""
         try:
-            return self.pricer.row(record)
+            row = self.pricer.row(record)
         except Exception as exc:
             self._failed("pricing", exc, "the call is recorded unpriced")
-            return unpriced_row(record)
-
-    def _observed(self, record: CallRecord, row: dict[str, Any]) -> dict[str, Any]:
-        for observer in self.observers:
-            try:
-                observer(record, row)
-            except Exception as exc:  # budgets and metrics are best effort: the row is written all the same
-                self._failed("observer", exc, "budgets or metrics may miss this call")
-        return row
+            row = unpriced_row(record)
+        row["budget_hold"] = record.budget_hold if type(record.budget_hold) is int else 0
+        return safe_row(row)
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -280,8 +282,14 @@ class Recorder:
         connection = self._connect()
         with connection:
             connection.executemany(INSERT, [tuple(row[c] for c in COLUMNS) for row in rows])
+            # One transaction holds the write lock: its rows got consecutive ids (an INTEGER PRIMARY KEY
+            # without AUTOINCREMENT takes the largest plus one), read before the rollups insert theirs.
+            last_id = int(connection.execute("SELECT last_insert_rowid()").fetchone()[0])
             connection.executemany(UPSERT_ROLLUP, rollup_deltas(rows))
             connection.executemany(UPSERT_SESSION, session_deltas(rows))
+        for offset, row in enumerate(rows, last_id - len(rows) + 1):
+            row["id"] = offset
+        self.committed.publish(rows)
         self.written += len(rows)
         self._database_ok = True
         with self._report_lock:
@@ -362,6 +370,7 @@ class Recorder:
 
     def _row_from_spill(self, line: bytes) -> dict[str, Any] | None:
         item = decode_line(line)
-        # A record spilled before pricing is priced (and counted by the observers) here, for the first time.
-        row = self._observed(item, self._price(item)) if isinstance(item, CallRecord) else item
-        return row if row is not None and storable(row) else None
+        # A record spilled before pricing is priced here (each replay again: pricing counts nothing);
+        # a row spilled by an older switch is made safe as the writer makes its own.
+        row = self._price(item) if isinstance(item, CallRecord) else item
+        return safe_row(row) if row is not None and storable(row) else None

@@ -68,7 +68,11 @@ def decode_line(line: bytes) -> dict[str, Any] | CallRecord | None:
             return CallRecord(**{name: item[name] for name in _RECORD_FIELDS if name in item})
         except TypeError:
             return None
-    return {column: item.get(column) for column in COLUMNS}
+    row = {column: item.get(column) for column in COLUMNS}
+    # The budget hold the call took, released when the row is committed (not a column).
+    hold = item.get("budget_hold")
+    row["budget_hold"] = hold if type(hold) is int else 0
+    return row
 
 
 class SpillFile:

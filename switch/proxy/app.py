@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -86,6 +87,9 @@ class ConfigFollower:
         self.loaded_at = time.time()
         self.rejected: dict[str, str | None] | None = None
         self.restart_needed: list[str] = []
+        self.budget_rebuilds = 0
+        """Budget gates asked for by edits so far; `budgets_applied` is the last one swapped in."""
+        self.budgets_applied = 0
 
     def poll(self) -> bool:
         """Apply the file if it changed since the last look; True when the running config changed."""
@@ -134,8 +138,15 @@ class ConfigFollower:
         ):
             self._reprice(settings)
         if settings.budgets != running.budgets or set(settings.providers) != set(running.providers):
-            # Rebuilt from the ledger: spend so far this period carries over to the edited budgets.
-            self.relay.budgets = BudgetGate.build(settings, self.path, getattr(self.sink, "database", None))
+            # Rebuilt from the ledger (spend so far this period carries over to the edited budgets) on
+            # a thread of its own: on a big ledger that read takes long, and streams must not wait.
+            self.budget_rebuilds += 1
+            threading.Thread(
+                target=self._rebuild_budgets,
+                args=(settings, self.budget_rebuilds),
+                name="switch-budget-rebuild",
+                daemon=True,
+            ).start()
         self.running = loaded
         self.loaded_at = time.time()
         self.restart_needed = sorted(
@@ -147,6 +158,29 @@ class ConfigFollower:
                 "config.toml changes [server] %s: that applies only after a restart (switch down && switch up)",
                 ", ".join(self.restart_needed),
             )
+
+    def _rebuild_budgets(self, settings: Settings, generation: int) -> None:
+        """Build the gate for `settings` off the event loop, then swap it in whole, missing no committed row."""
+        try:
+            gate = BudgetGate.build(settings, self.path, getattr(self.sink, "database", None), self.relay.budgets)
+        except Exception:  # the running budgets stay; the next edit tries again
+            log.exception("could not rebuild the budgets for the edited config.toml")
+            return
+
+        def swap() -> None:
+            if generation == self.budget_rebuilds:  # a later edit's gate wins over this one
+                self.relay.budgets = gate
+                self.budgets_applied = generation
+
+        catch_up = getattr(self.sink, "catch_up", None)
+        if gate is None or catch_up is None:
+            swap()
+            return
+        try:
+            # Rows committed after the gate read the ledger reach it before it takes over the stream.
+            catch_up(gate.book.through_id, gate.book.observe, swap)
+        except Exception:
+            log.exception("could not hand the ledger's new rows to the edited budgets")
 
     def _reprice(self, settings: Settings) -> None:
         from switch.ledger.pricer import Pricer
@@ -267,22 +301,24 @@ def create_app(
         gate = relay.budgets
         return gate.book.report() if gate is not None else []
 
-    def observe_budgets(record: Any, row: dict[str, Any]) -> None:
-        gate = relay.budgets  # read once: a config reload may swap it meanwhile
+    def observe_budgets(rows: list[dict[str, Any]]) -> None:
+        gate = relay.budgets  # read once: a config reload swaps it under the recorder's publish lock
         if gate is not None:
-            gate.book.observe(record, row)
+            gate.book.observe(rows)
 
-    observers = getattr(sink, "observers", None)
-    if isinstance(observers, list):
-        observers.append(observe_budgets)
+    # The recorder's stream of committed rows; registered before its writer starts (`switch serve`), so
+    # the spill file's replay reaches them too, and the budgets count only rows after what they loaded.
+    consumers = getattr(sink, "consumers", None)
+    if isinstance(consumers, list):
+        consumers.append(observe_budgets)
     metrics_routes: list[Route] = []
     if settings.server.metrics:
         # Imported here, not at the top: only a serving proxy with metrics on loads prometheus_client.
         from switch.proxy.metrics import Metrics
 
         metrics = Metrics(ledger_health, budget_report)
-        if isinstance(observers, list):
-            observers.append(metrics.observe)
+        if isinstance(consumers, list):
+            consumers.append(metrics.observe)
 
         async def metrics_endpoint(_request: Request) -> Response:
             return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -32,8 +32,12 @@ class BudgetGate:
     _providers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, settings: Settings, config_path: Path | str, ledger: Path | None) -> BudgetGate | None:
-        """The gate for `settings` (None without budgets), starting from this period's spend in `ledger`."""
+    def build(
+        cls, settings: Settings, config_path: Path | str, ledger: Path | None, running: BudgetGate | None = None
+    ) -> BudgetGate | None:
+        """The gate for `settings` (None without budgets), starting from this period's spend in `ledger`.
+
+        `running` is the gate it replaces (at a config edit): its learned prices carry over."""
         if not settings.budgets:
             return None
         book = BudgetBook(settings.budgets, str(config_path))
@@ -44,7 +48,7 @@ class BudgetGate:
                 connection = open_read_only(ledger)
                 if connection is not None:
                     try:
-                        book.load(connection)
+                        book.load(connection, prices_from=running.book if running is not None else None)
                     finally:
                         connection.close()
             except sqlite3.Error as exc:

@@ -50,7 +50,7 @@ class Meter:
 
     def estimate_usage(self, output_chars: int = 0) -> None:
         """Usage when the upstream never reported it: the prompt was paid for all the same."""
-        self.usage = Usage(input_tokens=max(1, len(self.exchange.body) // 4), output_tokens=output_chars // 4)
+        self.usage = Usage(input_tokens=max(1, len(self.exchange.body) // 4), output_tokens=max(0, output_chars) // 4)
 
     def finish(self, outcome: Outcome, error: str | None = None, status: int | None = None) -> None:
         """Build this attempt's record and hand it to the sink."""

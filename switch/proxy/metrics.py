@@ -1,6 +1,6 @@
 """Prometheus metrics at `GET /metrics`.
 
-Counts are kept in plain dicts, updated on the ledger's writer thread from each priced row (never per chunk,
+Counts are kept in plain dicts, updated on the ledger's writer thread from each committed row (never per chunk,
 never on the request path); prometheus_client is imported at the first scrape, so a proxy nobody scrapes
 does not carry it. Queue depth, spill size and budget use are read when scraped.
 """
@@ -72,36 +72,40 @@ class Metrics:
         entry[-2] += 1
         entry[-1] += value
 
-    def observe(self, _record: Any, row: dict[str, Any]) -> None:
-        """Count one priced call."""
+    def observe(self, rows: list[dict[str, Any]]) -> None:
+        """Count committed rows (the recorder's consumer, right after each commit)."""
+        with self._lock:
+            for row in rows:
+                self._count(row)
+
+    def _count(self, row: dict[str, Any]) -> None:
         provider = row["provider"]
         model = f"{provider}/{row['served_model']}" if provider else "none"
         labels = (row["harness"], row["role"], model)
         outcome = row["outcome"]
-        with self._lock:
-            self._add("switch_calls", (*labels, outcome))
-            if outcome != "completed":
-                self._add("switch_errors", (*labels, outcome))
-            for kind, column in TOKEN_KINDS:
-                count = row[column]
-                if count:
-                    self._add("switch_tokens", (*labels, kind), count)
-            cost = row["cost_micros"]
-            if cost is None:
-                if provider:
-                    self._add("switch_unpriced_calls", labels)
-            elif cost:
-                self._add("switch_cost_micros", labels, cost)
-            native = row["native_cost_micros"]
-            if native:
-                self._add("switch_native_cost_micros", labels, native)
-            if row["ttft_ms"] is not None:
-                self._observe("switch_ttft_seconds", labels, row["ttft_ms"] / 1000)
-            self._observe("switch_duration_seconds", labels, row["duration_ms"] / 1000)
-            if row["fallback_attempt"]:
-                self._add("switch_fallbacks", (row["fallback_trigger"] or "unknown",))
-            if row["budget_action"]:
-                self._add("switch_budget_actions", (row["budget"] or "", row["budget_action"]))
+        self._add("switch_calls", (*labels, outcome))
+        if outcome != "completed":
+            self._add("switch_errors", (*labels, outcome))
+        for kind, column in TOKEN_KINDS:
+            count = row[column]
+            if count:
+                self._add("switch_tokens", (*labels, kind), count)
+        cost = row["cost_micros"]
+        if cost is None:
+            if provider:
+                self._add("switch_unpriced_calls", labels)
+        elif cost:
+            self._add("switch_cost_micros", labels, cost)
+        native = row["native_cost_micros"]
+        if native:
+            self._add("switch_native_cost_micros", labels, native)
+        if row["ttft_ms"] is not None:
+            self._observe("switch_ttft_seconds", labels, row["ttft_ms"] / 1000)
+        self._observe("switch_duration_seconds", labels, row["duration_ms"] / 1000)
+        if row["fallback_attempt"]:
+            self._add("switch_fallbacks", (row["fallback_trigger"] or "unknown",))
+        if row["budget_action"]:
+            self._add("switch_budget_actions", (row["budget"] or "", row["budget_action"]))
 
     def collect(self) -> Iterator[Any]:
         """Every metric as prometheus_client families (called by its registry at a scrape)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -12,7 +13,6 @@ from hypothesis import strategies as st
 from switch.budgets.book import BudgetBook, cap_effort
 from switch.budgets.periods import period_bounds
 from switch.budgets.rules import EFFORT_ORDER, Budget
-from switch.ledger.record import CallRecord
 from switch.protocols.ir import Reasoning
 
 BLOCK_AT_ONE_DOLLAR = Budget.model_validate({"scope": "total", "period": "day", "limit_usd": 1.0})
@@ -33,35 +33,17 @@ def _row(started_at: float, cost: int, **fields: Any) -> dict[str, Any]:
     }
 
 
-def _record(hold: int) -> CallRecord:
-    return CallRecord(
-        0.0,
-        "claude-code",
-        "subagent",
-        "p",
-        "m",
-        "baseten",
-        "m",
-        "anthropic",
-        "openai-chat",
-        False,
-        "completed",
-        200,
-        budget_hold=hold,
-    )
-
-
 def test_a_day_budget_starts_again_at_local_midnight() -> None:
     midnight = period_bounds("day", time.time())[1]
     now = [midnight - 60.0]
     book = BudgetBook([BLOCK_AT_ONE_DOLLAR], clock=lambda: now[0])
-    book.observe(_record(0), _row(midnight - 90, 1_200_000))
+    book.observe_row(_row(midnight - 90, 1_200_000, budget_hold=0))
     assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is not None
     now[0] = midnight + 1
     assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is None
-    book.observe(_record(0), _row(midnight - 30, 5_000_000))  # recorded late: it belongs to yesterday
+    book.observe_row(_row(midnight - 30, 5_000_000, budget_hold=0))  # recorded late: it belongs to yesterday
     assert book.report()[0]["spent_micros"] == 0
-    book.observe(_record(0), _row(midnight + 2, 1_000_000))
+    book.observe_row(_row(midnight + 2, 1_000_000, budget_hold=0))
     assert book.report()[0]["spent_micros"] == 1_000_000
 
 
@@ -78,13 +60,13 @@ def test_periods_start_at_local_midnight_and_follow_each_other(period: str) -> N
 
 def test_a_hold_counts_until_its_record_is_priced_and_only_once() -> None:
     book = BudgetBook([BLOCK_AT_ONE_DOLLAR])
-    book.observe(_record(0), _row(time.time(), 100))  # learns the price: 1 and 2 micro-USD per token
+    book.observe_row(_row(time.time(), 100, budget_hold=0))  # learns the price: 1 and 2 micro-USD per token
     amount = book.estimate("baseten/moonshotai/Kimi-K3", 4000, 100)
     assert amount == 1000 * 1 + 100 * 2
     hold = book.hold("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3", 999_900)
     assert book.check("claude-code", "subagent", None, "baseten/moonshotai/Kimi-K3") is not None
     for _ in range(2):
-        book.observe(_record(hold), _row(time.time(), 0))
+        book.observe_row(_row(time.time(), 0, budget_hold=hold))
     assert book.report()[0]["spent_micros"] == 100
 
 
@@ -93,3 +75,39 @@ def test_the_effort_cap_never_raises_effort(asked: str, cap: str, budget_tokens:
     capped = cap_effort(Reasoning(True, asked, budget_tokens), cap)  # type: ignore[arg-type]
     assert EFFORT_ORDER.index(capped.effort) == min(EFFORT_ORDER.index(asked), EFFORT_ORDER.index(cap))
     assert cap_effort(Reasoning(False), cap) == Reasoning(False) and cap_effort(None, cap) is None
+
+
+class _DeletionsBy(dict[str, int]):
+    """A dict that remembers which thread deleted from it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted_by: list[int] = []
+
+    def __delitem__(self, key: str) -> None:
+        self.deleted_by.append(threading.get_ident())
+        super().__delitem__(key)
+
+
+def test_a_rollover_seen_by_the_writer_leaves_the_holds_to_the_event_loop() -> None:
+    midnight = period_bounds("day", time.time())[1]
+    now = [midnight - 60.0]
+    per_session = Budget.model_validate({"scope": "session", "period": "day", "limit_usd": 1.0})
+    book = BudgetBook([per_session], clock=lambda: now[0])
+    (tally,) = book.tallies
+    tally.session_reserved = reserved = _DeletionsBy()
+    hold = book.hold("claude-code", "subagent", "s1", "baseten/moonshotai/Kimi-K3", 500)
+
+    def writer() -> None:
+        # The hold is released, then a row of the next day rolls the period over, all on the writer thread.
+        book.observe_row(_row(midnight - 30, 100, session_id="s1", budget_hold=hold))
+        book.observe_row(_row(midnight + 5, 100, session_id="s2"))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    thread.join()
+    assert reserved.deleted_by == [] and "s1" in reserved  # the writer never touches what the loop writes
+    now[0] = midnight + 10
+    book.check("claude-code", "subagent", "s3", "baseten/moonshotai/Kimi-K3")
+    assert reserved.deleted_by == [threading.get_ident()] and "s1" not in reserved
+    assert book.report()[0]["spent_micros"] == 100

@@ -11,6 +11,7 @@ from switch.ui import format as fmt
 from textual.widgets import DataTable, Static
 
 from switch.team import local
+from switch.team.config import Team
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.fake_upstream import FakeChatUpstream
 from tests.ledger_seed import FROZEN_NOW
@@ -42,7 +43,7 @@ def test_switch_serve_ships_its_calls_to_the_team_server(team_url: str, isolated
 
             wait_for(lambda: shipped() == 3, timeout=60)
     assert spend_json(isolated_home, "--team")[0]["calls"] == 3
-    assert local.cursor() == 3
+    assert local.cursor(Team(ledger_url=team_url, member="ana")) == 3
 
 
 def _team_config(home: Path, url: str) -> None:

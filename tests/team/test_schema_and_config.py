@@ -145,7 +145,7 @@ def test_a_wrong_password_never_shows_and_the_right_one_never_reaches_a_file(
     try:
         from tests.team.pg import wait_for
 
-        wait_for(lambda: local.cursor() == 50)
+        wait_for(lambda: local.cursor(team) == 50)
     finally:
         shipper.stop()
     for path in home.rglob("*"):

@@ -83,7 +83,7 @@ def test_server_stopped_mid_run_loses_nothing_and_doubles_nothing(
     shipper = Shipper(team, batch_size=200, poll_seconds=0.05, min_backoff=0.05, max_backoff=0.4)
     shipper.start()
     try:
-        wait_for(lambda: local.cursor() > 0)
+        wait_for(lambda: local.cursor(team) > 0)
         cluster.stop()
         try:
             add_rows(home, 3000, 3000, 6000)  # calls keep coming while the server is down
@@ -95,12 +95,12 @@ def test_server_stopped_mid_run_loses_nothing_and_doubles_nothing(
             assert not finding["ok"] and "reachable" in finding["fix"]
         finally:
             cluster.start()
-        wait_for(lambda: local.cursor() == 6000 and local.read_status().get("last_error") is None, timeout=60)
+        wait_for(lambda: local.cursor(team) == 6000 and local.read_status().get("last_error") is None, timeout=60)
     finally:
         shipper.stop()
     assert _server_sums(team_url)[:2] == (6000, 6000)
     # A crash after the commit but before the cursor moved re-sends the batches: still nothing doubled.
-    local.advance(2500)
+    local.advance(team, 2500)
     _ship_all(home, monkeypatch, batch_size=333)
     count, distinct, spent = _server_sums(team_url)
     assert (count, distinct) == (6000, 6000)

@@ -88,7 +88,7 @@ def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
     if settings.team is not None:
         from switch.checks.team import team_lag_line
 
-        ok, line, fix = team_lag_line()
+        ok, line, fix = team_lag_line(settings.team)
         team = line if ok else f"{line}\n  fix: {fix}"
     return HealthInfo(
         statuses,

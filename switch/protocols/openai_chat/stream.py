@@ -159,7 +159,8 @@ class StreamEncoder(Outbox):
         return b": keep-alive\n\n"
 
     def _chunk(self, delta: bytes, finish: bytes = b"null") -> None:
-        self.emitted_chars += len(delta) - 14
+        # `emitted_chars` counts the text the caller gets (its callers add it), never the framing: the
+        # output estimate of a stream whose upstream reports no usage is made from it.
         if not self._started:
             self._started = True
             self.out.append(self._head + b'{"role":"assistant","content":""},"finish_reason":null}]}\n\n')
@@ -168,10 +169,12 @@ class StreamEncoder(Outbox):
     def reasoning_delta(self, text: str) -> None:
         if text:
             self.reasoning_chunks.append(text)
+            self.emitted_chars += len(text)
             self._chunk(b'{"reasoning_content":' + _dumps(text) + b"}")
 
     def text_delta(self, text: str) -> None:
         if text:
+            self.emitted_chars += len(text)
             self._chunk(b'{"content":' + _dumps(text) + b"}")
 
     def tool_call_start(self, index: int, call_id: str, name: str) -> None:
@@ -188,6 +191,7 @@ class StreamEncoder(Outbox):
 
     def tool_call_delta(self, index: int, fragment: str) -> None:
         if fragment:
+            self.emitted_chars += len(fragment)
             position = self._tool_positions.get(index, 0)
             self._chunk(
                 b'{"tool_calls":[{"index":'
