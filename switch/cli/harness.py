@@ -185,14 +185,24 @@ def register(app: typer.Typer) -> None:
         """Whether the proxy runs, on which port, since when, with which preset (exit code 1 when it does not)."""
         from switch import daemon
         from switch.config import load_settings
+        from switch.errors import SwitchError
         from switch.routing.presets import active_name
 
+        try:
+            configured, config_error = load_settings().server.port, None
+        except SwitchError as exc:
+            # A proxy may serve all the same (failing open, or on its last good config): still look for it.
+            from switch.checks import fallback_port
+
+            configured, config_error = fallback_port(), exc.message
         result: dict[str, Any] = {
-            **daemon.status(load_settings().server.port),
+            **daemon.status(configured),
             "home": daemon.this_home(),
             "preset": active_name() or "(none: [defaults] model)",
         }
-        team = _team_lag()
+        if config_error is not None:
+            result["config_error"] = config_error
+        team = _team_lag() if config_error is None else None
         if team is not None:
             result["team"] = team
         if as_json:
@@ -206,6 +216,12 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 f"running on 127.0.0.1:{result['port']} (pid {result['pid']}) {since}; preset {result['preset']}"
             )
+            degraded = (result.get("health") or {}).get("fail_open")
+            if isinstance(degraded, dict):
+                typer.echo(
+                    f"warning: {degraded.get('notice')}: {degraded.get('reason')}\n"
+                    "  fix: correct the file named above; the proxy picks it up within a second (`switch doctor`)"
+                )
             ledger = (result.get("health") or {}).get("ledger")
             if isinstance(ledger, dict):
                 from switch.checks import ledger_summary
@@ -233,6 +249,8 @@ def register(app: typer.Typer) -> None:
             )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
+        if config_error is not None and not as_json:
+            typer.echo(f"warning: {config_error}")
         if team is not None and not as_json:
             typer.echo(team["line"] if team["ok"] else f"warning: {team['line']}\n  fix: {team['fix']}")
         if not result.get("running"):
