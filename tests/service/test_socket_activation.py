@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from tests.fake_upstream import FakeAnthropicUpstream
 from tests.servers import serve
@@ -154,3 +156,44 @@ def test_a_handed_over_fd_that_is_not_a_listening_socket_is_one_clear_line(isola
         os.close(write_end)
     assert result.returncode == 2
     assert result.stderr.startswith("switch: ") and "fd 3" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_up_down_and_status_leave_a_service_run_proxy_to_the_service(isolated_home: Path) -> None:
+    from tests.commands import run_switch
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        port = listener.getsockname()[1]
+        (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+        env = {"SWITCH_HOME": str(isolated_home)}
+        with activated(listener, isolated_home) as process:
+            ready_at(process)
+            down = run_switch("down", env=env)
+            assert down.returncode == 1
+            assert "run by the login service (systemd" in down.stdout and "switch service uninstall" in down.stdout
+            assert process.poll() is None  # not signalled
+            up = run_switch("up", env=env)
+            assert up.returncode == 0 and "already running" in up.stdout and "login service" in up.stdout
+            assert not (isolated_home / "run" / "proxy.json").exists()  # no second proxy was started
+            status = run_switch("status", env=env)
+            assert status.returncode == 0 and "under the login service (systemd" in status.stdout
+
+
+@given(pid=st.text(max_size=12), count=st.text(max_size=12))
+def test_any_listen_variables_give_no_socket_or_one_clear_error(pid: str, count: str) -> None:
+    from switch.errors import SwitchError
+    from switch.service.activation import inherited_socket
+
+    assume(pid.strip() != str(os.getpid()) and "\0" not in pid + count)
+    saved = {name: os.environ.get(name) for name in ("LISTEN_PID", "LISTEN_FDS")}
+    os.environ["LISTEN_PID"], os.environ["LISTEN_FDS"] = pid, count
+    try:
+        assert inherited_socket() is None
+    except SwitchError as exc:
+        assert "LISTEN_" in exc.message
+    finally:
+        for name, value in saved.items():
+            if value is not None:
+                os.environ[name] = value
+        assert "LISTEN_PID" not in os.environ or saved["LISTEN_PID"] is not None
