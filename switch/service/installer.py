@@ -104,9 +104,6 @@ def install(manager: str | None = None, python: str | None = None) -> dict[str, 
                 "`switch service install` again"
             )
     report: dict[str, Any] = {"manager": kind, "name": spec.name, "port": port, "files": [str(p) for p in files]}
-    stopped = daemon.stop(port=port) if daemon.read_record() is not None else None
-    if stopped is not None and stopped.get("stopped"):
-        report["stopped_background"] = stopped["pid"]
     locations.ensure_private_dir(spec.log.parent)
     for path, data in files.items():
         atomic_write(path, data, default_mode=0o644)
@@ -128,6 +125,11 @@ def install(manager: str | None = None, python: str | None = None) -> dict[str, 
         report["started"] = False
         report["commands"] = [" ".join(command) for command in commands]
         return report
+    # The socket unit needs the port: this home's `switch up` proxy hands it over (only where the service
+    # will really start, so a machine without a user manager keeps its running proxy).
+    stopped = daemon.stop(port=port) if daemon.read_record() is not None else None
+    if stopped is not None and stopped.get("stopped"):
+        report["stopped_background"] = stopped["pid"]
     failures = _run(commands)
     report["failures"] = failures
     deadline = time.monotonic() + START_WAIT_S
