@@ -309,10 +309,12 @@ def register(app: typer.Typer) -> None:
             )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
-        if config_error is not None and not as_json:
-            typer.echo(f"warning: {config_error}")
         if team is not None and not as_json:
             typer.echo(team["line"] if team["ok"] else f"warning: {team['line']}\n  fix: {team['fix']}")
+        if config_error is not None:
+            # After what runs (a proxy failing open, say): the config problem is still this command's error.
+            typer.echo(f"switch: {config_error}", err=True)
+            raise typer.Exit(2)
         if not result.get("running"):
             raise typer.Exit(1)
 

@@ -20,6 +20,11 @@ def _check_manager(manager: str | None) -> None:
 
 def _print_install(report: dict[str, Any]) -> None:
     typer.echo(f"service: wrote {', '.join(report['files'])}")
+    if report.get("config_error"):
+        typer.echo(
+            f"warning: {report['config_error']}. The service starts all the same and fails open (every call to its "
+            "native provider) until the file is fixed."
+        )
     if report.get("stopped_background"):
         typer.echo(f"stopped this home's background proxy (pid {report['stopped_background']}): the service takes over")
     port = report["port"]

@@ -53,19 +53,19 @@ def read_record() -> dict[str, Any] | None:
     return record
 
 
-def _configured() -> tuple[str, int, int]:
-    """(host, port, shutdown_grace) from config.toml; the defaults (and the file's port, if it reads) when it is
-    broken: the service fails open on it, on the port the harnesses are wired to."""
+def _configured() -> tuple[str, int, int, str | None]:
+    """(host, port, shutdown_grace, the config's problem) from config.toml; the defaults (and the file's port,
+    if it reads) when it is broken: the service fails open on it, on the port the harnesses are wired to."""
     from switch.config import Server, load_settings
 
     try:
         server = load_settings().server
-    except SwitchError:
+    except SwitchError as exc:
         from switch.checks import fallback_port
 
         fallback = Server()
-        return fallback.host, fallback_port(), fallback.shutdown_grace
-    return server.host, server.port, server.shutdown_grace
+        return fallback.host, fallback_port(), fallback.shutdown_grace, exc.message
+    return server.host, server.port, server.shutdown_grace, None
 
 
 def _run(commands: list[list[str]]) -> list[str]:
@@ -87,7 +87,7 @@ def install(manager: str | None = None, python: str | None = None) -> dict[str, 
     """Write this home's service files, and start them where the service manager runs; what happened."""
     kind = manager or default_manager()
     module = MANAGERS[kind]
-    host, port, grace = _configured()
+    host, port, grace, problem = _configured()
     spec = this_home_spec(python or sys.executable, host, port, grace)
     record = read_record()
     if record is not None and record["manager"] != kind:
@@ -104,6 +104,8 @@ def install(manager: str | None = None, python: str | None = None) -> dict[str, 
                 "`switch service install` again"
             )
     report: dict[str, Any] = {"manager": kind, "name": spec.name, "port": port, "files": [str(p) for p in files]}
+    if problem is not None:
+        report["config_error"] = problem
     locations.ensure_private_dir(spec.log.parent)
     for path, data in files.items():
         atomic_write(path, data, default_mode=0o644)
@@ -202,6 +204,6 @@ def status() -> dict[str, Any]:
 def spec_preview(manager: str | None = None) -> tuple[ServiceSpec, dict[str, str]]:
     """The spec and files `install` would write now (for `--print`)."""
     kind = manager or default_manager()
-    host, port, grace = _configured()
+    host, port, grace, _problem = _configured()
     spec = this_home_spec(sys.executable, host, port, grace)
     return spec, MANAGERS[kind].render(spec)

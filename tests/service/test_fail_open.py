@@ -72,6 +72,8 @@ def test_a_broken_config_fails_open_to_the_native_stand_in_and_says_so_everywher
             assert state["fail_open"]["notice"] == "switch: config error, calls go to native"
 
             status = run_switch("status", env=env)
+            # What runs, then the config problem as this command's own error line.
+            assert status.returncode == 2 and status.stderr.startswith("switch: ") and "config.toml" in status.stderr
             assert "switch: config error, calls go to native" in status.stdout
             assert "routing.ttft_timeout" in status.stdout
             line = run_switch("statusline", "--session", "s1", env=env).stdout
