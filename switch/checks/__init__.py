@@ -23,6 +23,7 @@ from switch.checks.presets import (
     target_option_checks,
 )
 from switch.checks.probes import probe_native, probe_targets
+from switch.checks.service import service_check
 from switch.checks.wiring import toml_table, wiring_checks
 
 
@@ -285,6 +286,9 @@ def diagnose(probe: bool = False) -> list[Check]:
         from switch.checks.team import team_check
 
         results.append(team_check())
+    service = service_check(state)
+    if service is not None:
+        results.append(service)
     results.extend(wiring_checks(state))
     results.extend(budget_checks(settings, state.health))
     if preset is not None:

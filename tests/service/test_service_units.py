@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import plistlib
 import shutil
@@ -73,7 +74,16 @@ def test_install_writes_units_systemd_verifies_and_uninstall_removes_exactly_the
 
     status = run_switch("service", "status", env=user_env)
     assert status.returncode == 0 and "intact" in status.stdout and "does not answer" in status.stdout
+    doctor = json.loads(run_switch("doctor", "--json", env=user_env).stdout)
+    (service,) = [entry for entry in doctor["checks"] if entry["check"] == "service"]
+    assert not service["ok"] and "no service manager runs here" in service["detail"]
+    assert f"systemctl --user enable --now {name}.socket" in service["fix"] and "switch up" in service["fix"]
 
+    service_file.write_text(service_text + "# edited\n")
+    doctor = json.loads(run_switch("doctor", "--json", env=user_env).stdout)
+    (service,) = [entry for entry in doctor["checks"] if entry["check"] == "service"]
+    assert "changed or are gone" in service["detail"] and service["fix"] == "switch service install"
+    service_file.write_text(service_text)
     removed = run_switch("service", "uninstall", env=user_env)
     assert removed.returncode == 0, removed.stderr
     assert sorted(p.name for p in units.iterdir()) == ["mine.service"]
