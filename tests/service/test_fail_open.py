@@ -80,6 +80,9 @@ def test_a_broken_config_fails_open_to_the_native_stand_in_and_says_so_everywher
             assert line.startswith("switch: config error, calls go to native · ")
             doctor = run_switch("doctor", env=env)
             assert doctor.returncode == 1 and "proxy:fail-open" in doctor.stdout
+            from ui.panes.health import read_health  # the dashboard's Presets & health tab
+
+            assert "switch: config error, calls go to native" in read_health([]).proxy
 
             wait_until(lambda: len(ledger_rows(isolated_home)) == 1, what="the call's ledger row")
             row = ledger_rows(isolated_home)[0]
