@@ -144,3 +144,46 @@ def test_the_launchd_agent_plist_parses_and_runs_this_python_at_login(
     assert "launchctl bootstrap gui/" in result.stdout  # no launchd here: it says what to run
     assert run_switch("service", "uninstall", env=user_env).returncode == 0
     assert list(agents.iterdir()) == []
+
+
+def test_where_a_user_manager_runs_install_starts_the_service_and_up_down_and_uninstall_follow_it(
+    user_env: dict[str, str], isolated_home: Path, tmp_path: Path
+) -> None:
+    """The manager's side is the stand-in in fake_systemctl.py (no user manager can run here); switch's side,
+    the unit files and the proxy the service starts, are real."""
+    from tests.commands import stand_in
+    from tests.servers import answers_health, wait_until
+
+    log = tmp_path / "systemctl.log"
+    script = Path(__file__).with_name("fake_systemctl.py").read_text()
+    env = {
+        **user_env,
+        "PATH": stand_in(tmp_path, "systemctl", script),
+        "FAKE_SYSTEMCTL_LOG": str(log),
+        "FAKE_SYSTEMCTL_STATE": str(tmp_path / "holder.pid"),
+    }
+    port = free_port()
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    name = unit_name(isolated_home)
+    try:
+        assert run_switch("up", env=env).returncode == 0  # a `switch up` proxy on the port, which the socket needs
+        result = run_switch("service", "install", env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "service: started" in result.stdout and "stopped this home's background proxy" in result.stdout
+        assert not (isolated_home / "run" / "proxy.json").exists()
+        asked = [line for line in log.read_text().splitlines() if line.split()[1] not in ("hold", "show-environment")]
+        assert asked == [
+            "--user daemon-reload",
+            f"--user enable --now {name}.socket",
+            f"--user start {name}.service",
+        ]
+        assert "under the login service (systemd" in run_switch("status", env=env).stdout
+        assert run_switch("down", env=env).returncode == 1 and answers_health(port)
+        assert "already running" in run_switch("up", env=env).stdout
+        removed = run_switch("service", "uninstall", env=env)
+        assert removed.returncode == 0 and f"--user disable --now {name}.socket {name}.service" in log.read_text()
+        wait_until(lambda: not answers_health(port), what="the service's proxy to stop")
+    finally:
+        holder = tmp_path / "holder.pid"
+        if holder.exists():
+            os.kill(int(holder.read_text()), 15)
