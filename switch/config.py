@@ -121,6 +121,9 @@ class Server(BaseModel):
     """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""
     metrics: bool = True
     """Serve Prometheus metrics at `GET /metrics` (behind the same guard as every endpoint)."""
+    fail_open: bool = True
+    """When the proxy starts (as the login service, or `serve --fail-open`) on a config or active preset it
+    cannot use: true sends every call to its harness's native provider; false answers each with a 503."""
 
 
 class Routing(BaseModel):

@@ -37,6 +37,11 @@ def run_dir() -> Path:
     return home() / "run"
 
 
+def fail_open_marker() -> Path:
+    """Present while this home's proxy fails open (see switch.proxy.fail_open); the status line reads it."""
+    return run_dir() / "fail-open.json"
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) readable only by the user."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)

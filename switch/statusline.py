@@ -84,8 +84,28 @@ def render(status: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def fail_open_notice() -> str | None:
+    """What to say first while this home's proxy fails open (its marker names a live pid), else None."""
+    try:
+        record = json.loads(locations.fail_open_marker().read_text(encoding="utf-8"))
+        os.kill(int(record["pid"]), 0)
+    except PermissionError:
+        pass  # alive, under another user
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no marker (the usual case: one failed open()), or one left by a proxy that is gone
+    notice = record.get("notice") if isinstance(record, dict) else None
+    return notice if isinstance(notice, str) else f"{PREFIX}: config error, calls go to native"
+
+
 def line_for(session_id: str | None, ledger: Path | None = None) -> str:
-    """The status line for `session_id` (a neutral line when there is nothing to show)."""
+    """The status line for `session_id` (a neutral line when there is nothing to show), led by the fail-open
+    notice while the proxy runs degraded."""
+    line = _session_line(session_id, ledger)
+    notice = fail_open_notice()
+    return line if notice is None else f"{notice} · {line}"
+
+
+def _session_line(session_id: str | None, ledger: Path | None) -> str:
     if not session_id:
         return NO_SESSION
     path = ledger or locations.ledger_file()

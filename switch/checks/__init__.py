@@ -23,6 +23,7 @@ from switch.checks.presets import (
     target_option_checks,
 )
 from switch.checks.probes import probe_native, probe_targets
+from switch.checks.service import service_check
 from switch.checks.wiring import toml_table, wiring_checks
 
 
@@ -77,7 +78,7 @@ def config_check() -> tuple[Settings | None, Check]:
     return settings, check("config", True, "config.toml is valid")
 
 
-def _fallback_port() -> int:
+def fallback_port() -> int:
     """The port a proxy of this home most likely uses when config.toml cannot be loaded."""
     from switch import daemon, locations
     from switch.config import Server
@@ -130,6 +131,19 @@ def running_config_check(state: ProxyState) -> Check | None:
             "switch down && switch up",
         )
     return check("config:running", True, f"the running proxy uses {path} as it is now")
+
+
+def fail_open_check(state: ProxyState) -> Check | None:
+    """A failed check while this home's proxy fails open (serves natively or refuses: config error), else None."""
+    degraded = state.health.get("fail_open") if state.health is not None and state.ours else None
+    if not isinstance(degraded, dict):
+        return None
+    return check(
+        "proxy:fail-open",
+        False,
+        f"{degraded.get('notice')}: the proxy could not use its configuration at start-up: {degraded.get('reason')}",
+        "fix the file named above; the running proxy picks the fix up within a second and routes by preset again",
+    )
 
 
 def preset_statuses(settings: Settings) -> list[PresetStatus]:
@@ -227,9 +241,16 @@ def diagnose(probe: bool = False) -> list[Check]:
     settings, config = config_check()
     if settings is None:
         # The proxy may still run (on the last config it could load): say what it runs with.
-        state = probe_proxy(_fallback_port())
+        state = probe_proxy(fallback_port())
         running = running_config_check(state)
-        return [config, proxy_check(state), *([running] if running is not None else [])]
+        degraded = fail_open_check(state)
+        return [
+            config,
+            proxy_check(state),
+            *([degraded] if degraded is not None else []),
+            *([running] if running is not None else []),
+            *wiring_checks(state),
+        ]
     results: list[Check] = [config]
     providers = set(settings.providers)
     name = active_name()
@@ -253,6 +274,9 @@ def diagnose(probe: bool = False) -> list[Check]:
     results.extend(_key_checks(settings, sorted(used & providers)))
     state = proxy_state(settings)
     results.append(proxy_check(state))
+    degraded = fail_open_check(state)
+    if degraded is not None:
+        results.append(degraded)
     running = running_config_check(state)
     if running is not None:
         results.append(running)
@@ -262,6 +286,9 @@ def diagnose(probe: bool = False) -> list[Check]:
         from switch.checks.team import team_check
 
         results.append(team_check(settings.team))
+    service = service_check(state)
+    if service is not None:
+        results.append(service)
     results.extend(wiring_checks(state))
     results.extend(budget_checks(settings, state.health))
     if preset is not None:
@@ -301,6 +328,8 @@ __all__ = [
     "check",
     "config_check",
     "diagnose",
+    "fail_open_check",
+    "fallback_port",
     "key_sources",
     "ledger_summary",
     "preset_statuses",

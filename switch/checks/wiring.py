@@ -32,6 +32,20 @@ def wired_url(harness: str) -> tuple[Path, str, str | None]:
     return path, "[" + ".".join(keys[:-1]) + "] " + keys[-1], value if isinstance(value, str) else None
 
 
+# What each harness does when nothing answers on the port it is wired to.
+WHEN_NOTHING_ANSWERS = {
+    "claude": "Claude Code hangs on every call, printing nothing, until it gives up minutes later",
+    "codex": "Codex stalls on every turn, reconnecting, before it fails",
+    "langchain": "deepagents-code fails every call with a connection error",
+}
+START_FIX = "switch up (this session), or switch service install (from every login on)"
+
+
+def nothing_answers(harness: str, port: int) -> str:
+    """The warning for a harness wired to a port where nothing answers."""
+    return f"{harness} is wired to 127.0.0.1:{port}, where nothing answers: {WHEN_NOTHING_ANSWERS[harness]}"
+
+
 def wiring_checks(state: ProxyState) -> list[Check]:
     """Each harness switch wired: still wired, and to the port this home's proxy runs on."""
     from urllib.parse import urlsplit
@@ -63,6 +77,10 @@ def wiring_checks(state: ProxyState) -> list[Check]:
                         f"switch {harness} on",
                     )
                 )
+                continue
+            if state.health is None:
+                fix = f"{START_FIX}; or `switch {harness} off` to unwire it"
+                results.append(check(name, False, nothing_answers(harness, state.port), fix))
                 continue
         results.append(check(name, True, f"{harness} wiring is {wired}"))
     return results

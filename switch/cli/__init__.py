@@ -3,6 +3,7 @@ command modules are imported, because harnesses run them after every message and
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; the hooks below must not pay for it
@@ -10,6 +11,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAST_COMMANDS = ("statusline", "codex-notify")
+COMPLETE_VARIABLE = "_SWITCH_COMPLETE"
 
 
 def main() -> None:
@@ -20,7 +22,13 @@ def main() -> None:
         raise SystemExit(hook_main(sys.argv[1:]))
     from switch.cli.commands import app
 
-    app()
+    if COMPLETE_VARIABLE in os.environ:
+        # The shell asks for completions (the script `switch completion SHELL` prints): typer answers once
+        # its completion classes are registered, which `add_completion=False` leaves to us.
+        from typer._completion_classes import completion_init
+
+        completion_init()
+    app(prog_name="switch")
 
 
 def __getattr__(name: str) -> Any:

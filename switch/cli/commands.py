@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve, team
+from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve, service, team
 
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
@@ -90,6 +90,7 @@ doctor.register(app)
 demo.register(app)
 budgets.register(app)
 team.register(app)
+service.register(app)
 
 
 @app.command()
@@ -113,3 +114,17 @@ def codex_notify_command(ctx: typer.Context) -> None:
     from switch.statusline import codex_notify
 
     raise typer.Exit(codex_notify(ctx.args))
+
+
+@app.command()
+def completion(shell: str = typer.Argument(..., help="bash, zsh, fish or powershell.")) -> None:
+    """Print the shell completion script: `eval "$(switch completion bash)"` in ~/.bashrc (see the README)."""
+    from typer._completion_shared import get_completion_script
+
+    from switch.cli import COMPLETE_VARIABLE
+    from switch.errors import SwitchError
+
+    shells = ("bash", "zsh", "fish", "powershell")
+    if shell not in shells:
+        raise SwitchError(f"`switch completion` takes {', '.join(shells[:-1])} or {shells[-1]}, not '{shell}'")
+    typer.echo(get_completion_script(prog_name="switch", complete_var=COMPLETE_VARIABLE, shell=shell))

@@ -58,9 +58,22 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                 harness
             ]()
             typer.echo(f"{harness}: off ({restored} restored)" if restored else f"{harness}: was not on")
+        if action == "on":
+            _warn_if_nothing_answers(harness, port)
     except OSError as exc:
         # The harness's own settings file: name it, as wiring errors do (WiringError is a SwitchError).
         raise SwitchError(f"cannot change {exc.filename or 'the settings file'}: {exc.strerror}") from None
+
+
+def _warn_if_nothing_answers(harness: str, port: int) -> None:
+    """Say so when neither a proxy nor the login service answers on the port `harness` was just wired to."""
+    from switch import daemon
+    from switch.checks.wiring import START_FIX, nothing_answers
+    from switch.service.installer import read_record
+
+    # A socket-activated service starts the proxy on this very probe: give it time to come up.
+    if daemon.healthy(port, timeout=5.0 if read_record() is not None else 0.5) is None:
+        typer.echo(f"warning: {nothing_answers(harness, port)}. Fix: {START_FIX}.")
 
 
 def _statusline_note(outcome: str) -> str:
@@ -113,6 +126,45 @@ def _claude_launch_settings(port: int, statusline: bool) -> dict[str, Any]:
     return settings
 
 
+def _left_to_service(port: int, command: str) -> bool:
+    """For `up` and `down`: True when the login service owns this home's proxy (said so, nothing else done);
+    `up` starts the installed service where its manager runs rather than a second proxy."""
+    from switch import daemon
+    from switch.service import installer
+
+    health = daemon.healthy(port)
+    if health is not None and daemon.is_ours(health) and health.get("service"):
+        owner = f"the login service ({health['service']}, pid {health.get('pid')})"
+        if command == "up":
+            typer.echo(f"switch proxy already running on 127.0.0.1:{port} under {owner}")
+        else:
+            typer.echo(
+                f"switch proxy on 127.0.0.1:{port} is run by {owner}: it would start again at the next call. "
+                "To stop it for good: `switch service uninstall` (or `switch off`, which also unwires the harnesses)"
+            )
+        return True
+    record = installer.read_record()
+    if command != "up" or record is None or health is not None:
+        return False
+    module = installer.MANAGERS[record["manager"]]
+    if not module.manager_runs():
+        typer.echo(
+            f"warning: the login service is installed but no {record['manager']} manager runs here; "
+            "starting a background proxy instead"
+        )
+        return False
+    for command_line in module.start_commands(record["name"]):
+        subprocess.run(command_line, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + installer.START_WAIT_S
+    while time.monotonic() < deadline and daemon.healthy(port) is None:
+        time.sleep(0.2)
+    if daemon.healthy(port) is None:
+        typer.echo(f"switch: the login service did not answer on 127.0.0.1:{port}; see `switch service status`")
+        raise typer.Exit(1)
+    typer.echo(f"switch proxy started on 127.0.0.1:{port} by the login service ({record['manager']})")
+    return True
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to `app`."""
 
@@ -153,6 +205,8 @@ def register(app: typer.Typer) -> None:
         from switch.cli.serve import startup_checks
 
         settings = startup_checks()[0].settings
+        if _left_to_service(port or settings.server.port, "up"):
+            return
         result = daemon.start(port or settings.server.port)
         word = "already running" if result.get("already") else "started"
         where = f"log: {result['log']}" if result.get("log") else "in the foreground (`switch serve`)"
@@ -164,7 +218,10 @@ def register(app: typer.Typer) -> None:
         from switch import daemon
         from switch.config import load_settings
 
-        result = daemon.stop(port=load_settings().server.port)
+        configured = load_settings().server.port
+        if _left_to_service(configured, "down"):
+            raise typer.Exit(1)
+        result = daemon.stop(port=configured)
         if not result["stopped"]:
             typer.echo(f"switch proxy: {result['reason']}")
             raise typer.Exit(1)
@@ -186,27 +243,46 @@ def register(app: typer.Typer) -> None:
         """Whether the proxy runs, on which port, since when, with which preset (exit code 1 when it does not)."""
         from switch import daemon
         from switch.config import load_settings
+        from switch.errors import SwitchError
         from switch.routing.presets import active_name
 
+        try:
+            configured, config_error = load_settings().server.port, None
+        except SwitchError as exc:
+            # A proxy may serve all the same (failing open, or on its last good config): still look for it.
+            from switch.checks import fallback_port
+
+            configured, config_error = fallback_port(), exc.message
         result: dict[str, Any] = {
-            **daemon.status(load_settings().server.port),
+            **daemon.status(configured),
             "home": daemon.this_home(),
             "preset": active_name() or "(none: [defaults] model)",
         }
-        team = _team_lag()
+        if config_error is not None:
+            result["config_error"] = config_error
+        team = _team_lag() if config_error is None else None
         if team is not None:
             result["team"] = team
         if as_json:
             typer.echo(json.dumps(result, indent=2))
         elif result.get("running"):
+            service = (result.get("health") or {}).get("service")
             since = (
-                "in the foreground (`switch serve`)"
+                f"under the login service ({service}; `switch service status`)"
+                if service
+                else "in the foreground (`switch serve`)"
                 if result.get("foreground")
                 else "since " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(result["started_at"]))
             )
             typer.echo(
                 f"running on 127.0.0.1:{result['port']} (pid {result['pid']}) {since}; preset {result['preset']}"
             )
+            degraded = (result.get("health") or {}).get("fail_open")
+            if isinstance(degraded, dict):
+                typer.echo(
+                    f"warning: {degraded.get('notice')}: {degraded.get('reason')}\n"
+                    "  fix: correct the file named above; the proxy picks it up within a second (`switch doctor`)"
+                )
             ledger = (result.get("health") or {}).get("ledger")
             if isinstance(ledger, dict):
                 from switch.checks import ledger_summary
@@ -236,6 +312,10 @@ def register(app: typer.Typer) -> None:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
         if team is not None and not as_json:
             typer.echo(team["line"] if team["ok"] else f"warning: {team['line']}\n  fix: {team['fix']}")
+        if config_error is not None:
+            # After what runs (a proxy failing open, say): the config problem is still this command's error.
+            typer.echo(f"switch: {config_error}", err=True)
+            raise typer.Exit(2)
         if not result.get("running"):
             raise typer.Exit(1)
 

@@ -100,6 +100,36 @@ def startup_checks() -> tuple[Any, Any]:
     return loaded, load_active(set(settings.providers), settings.defaults.model)
 
 
+def degraded_start(problem: Any) -> tuple[Any, Any]:
+    """(config, FailOpen) for a proxy that fails open on `problem` (a SwitchError from `startup_checks`).
+
+    A config.toml that loads is used as it is (only the preset or the key file is broken); one that does
+    not is replaced by the fail-open fallback settings, which the config watcher replaces once it loads.
+    """
+    from switch import locations
+    from switch.config import LoadedConfig, file_signature, load_config
+    from switch.errors import SwitchError
+    from switch.keys import KeysFileError
+    from switch.proxy.fail_open import FailOpen, fallback_settings
+
+    path = locations.config_file()
+    config_broken = False
+    try:
+        loaded = load_config(path)
+    except SwitchError:
+        settings = fallback_settings(path)
+        # A digest no file has, so the first version of the file that loads is applied.
+        loaded = LoadedConfig(settings, path, "fail-open", file_signature(path), settings.server.model_dump())
+        config_broken = True
+    state = FailOpen(
+        problem.message,
+        closed=not loaded.settings.server.fail_open,
+        config_broken=config_broken,
+        keys_broken=isinstance(problem, KeysFileError),
+    )
+    return loaded, state
+
+
 def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -122,20 +152,39 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option(None, help="Address to bind (default 127.0.0.1)."),
         port: int = typer.Option(None, help="Port to listen on (default 8742; 0 picks a free one)."),
         log_level: str = typer.Option("warning", help="uvicorn log level."),
+        fail_open: bool = typer.Option(
+            False,
+            "--fail-open",
+            help="Serve even when config.toml, the key file or the active preset cannot be used: every call goes to "
+            "its native provider until it is fixed ([server] fail_open = false: a 503 naming the problem).",
+        ),
     ) -> None:
         """Run the proxy in the foreground."""
         import uvicorn
 
         from switch import locations
+        from switch.errors import SwitchError
         from switch.proxy.app import create_app
+        from switch.service.activation import inherited_socket
 
+        # Taken first: its variables must not outlive this check, whatever happens next.
+        inherited = inherited_socket()
+        degraded = None
         # Config errors (SwitchError) end here as one `switch: …` line (see commands._ReportingGroup).
-        loaded, preset = startup_checks()
+        try:
+            loaded, preset = startup_checks()
+        except SwitchError as exc:
+            if not fail_open:
+                raise
+            loaded, degraded = degraded_start(exc)
+            preset = None
         settings = loaded.settings
         if host is not None:
             settings.server.host = host
         if port is not None:
             settings.server.port = port
+        if inherited is not None:
+            settings.server.host, settings.server.port = inherited.getsockname()[:2]
         if not _is_loopback(settings.server.host) and not settings.server.access_token:
             typer.echo(
                 f"switch: refusing to listen on {settings.server.host}: anyone who can reach it could "
@@ -143,7 +192,7 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
-        listener = _listen(settings.server.host, settings.server.port)
+        listener = inherited if inherited is not None else _listen(settings.server.host, settings.server.port)
         from switch.config import litellm_names
         from switch.ledger.pricer import Pricer
         from switch.ledger.recorder import Recorder
@@ -157,7 +206,7 @@ def register(app: typer.Typer) -> None:
         recorder = Recorder(pricer)
         # The app registers the budgets and metrics on the recorder's stream of committed rows before
         # its writer starts (and replays the spill file): they see every row stored from then on.
-        app = create_app(settings, sink=recorder, config=loaded)
+        app = create_app(settings, sink=recorder, config=loaded, fail_open=degraded)
         recorder.start()
         shipper = None
         if settings.team is not None:
@@ -183,7 +232,11 @@ def register(app: typer.Typer) -> None:
         server = uvicorn.Server(config)
         # The socket already listens: connections from here on wait in its backlog until uvicorn serves them.
         typer.echo(f"switch proxy listening on {_url(listener)} (home {locations.home()}, pid {os.getpid()})")
-        typer.echo(_routes_line(settings, preset))
+        if degraded is not None:
+            typer.echo(f"{degraded.health()['notice']}: {degraded.reason}", err=True)
+            typer.echo(f"preset: {degraded.preset.name} (until the problem above is fixed)")
+        else:
+            typer.echo(_routes_line(settings, preset))
         typer.echo(f"ledger: {recorder.database}")
         if settings.team is not None:
             from switch.team.config import where

@@ -29,6 +29,7 @@ from switch.protocols.tokens import estimate_input_tokens
 from switch.proxy import litellm_upstream
 from switch.proxy.budget_gate import BudgetGate
 from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
+from switch.proxy.fail_open import FailOpen
 from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay
 from switch.proxy.upstream import UpstreamPool
@@ -224,12 +225,23 @@ def create_app(
     *,
     sink: RecordSink | None = None,
     config: LoadedConfig | None = None,
+    fail_open: FailOpen | None = None,
 ) -> Any:
-    """Build the proxy app; `sink` receives one record per call; given `config`, edits of its file are followed."""
+    """Build the proxy app; `sink` receives one record per call; given `config`, edits of its file are followed.
+
+    With `fail_open` (the config or preset could not be used at start-up), `settings` are the fallback ones
+    and `config` their stand-in: calls are served degraded until the file and the preset load again."""
     pool = UpstreamPool(settings.server)
     presets = PresetManager(set(settings.providers), settings.defaults.model)
     relay = Relay(settings, pool, sink, presets)
     follower = ConfigFollower(config, relay, presets, sink) if config is not None else None
+    if fail_open is not None:
+        if follower is not None and fail_open.config_broken:
+            # The watcher applies the file once it loads; until then it reports it as rejected.
+            follower.rejected = {"digest": file_digest(follower.path), "error": fail_open.reason}
+        fail_open.begin(presets)
+        if fail_open.closed:
+            relay.refusal = fail_open.refusal
     config_path = config.path if config is not None else locations.config_file()
     relay.budgets = BudgetGate.build(settings, config_path, getattr(sink, "database", None))
     started = time.time()
@@ -327,9 +339,17 @@ def create_app(
 
     # Who this proxy is, so a command run from another SWITCH_HOME never mistakes it for its own.
     identity = {"home": str(locations.home().resolve()), "pid": os.getpid(), "version": __version__}
+    # Set in the login service's unit (switch.service): `up`, `down` and `status` leave such a proxy to it.
+    service = os.environ.get("SWITCH_SERVICE", "")
 
     async def healthz(_request: Request) -> Response:
         payload: dict[str, Any] = {"status": "ok", "uptime_s": round(time.time() - started, 1), **identity}
+        if service:
+            payload["service"] = service
+        if fail_open is not None and fail_open.active:
+            # 200 all the same: the proxy answers every call (natively, or with the 503 that says why).
+            payload["status"] = "degraded"
+            payload["fail_open"] = fail_open.health()
         if follower is not None:
             payload["config"] = follower.health()
         if ledger_health is not None:
@@ -358,6 +378,10 @@ def create_app(
                 presets.refresh()
             except OSError as exc:
                 log.warning("could not read presets: %s", exc)
+            if fail_open is not None and fail_open.active:
+                config_ok = follower is None or follower.rejected is None
+                if fail_open.settle(config_ok, presets):
+                    relay.refusal = None
 
     async def collect_cycles() -> None:
         # `switch serve` raises the collector's thresholds so requests do not pay for young-generation
@@ -390,6 +414,8 @@ def create_app(
             while app.in_flight and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             relay.keys.stop()
+            if fail_open is not None:
+                fail_open.clear_marker()
             await pool.aclose()
             await litellm_upstream.close_clients()
             # Write out queued records here, inside the server's shutdown: uvicorn re-raises the

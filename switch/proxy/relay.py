@@ -115,6 +115,8 @@ class Relay:
         self.litellm = LiteLLMPath(self.translated, self.keys, self.reasoning)
         self._targets: dict[tuple[str, str], Target] = {}
         self.budgets: BudgetGate | None = None
+        # Set while failing closed: every model call gets this message with a 503 (switch.proxy.fail_open).
+        self.refusal: str | None = None
         if uses_litellm(settings):
             LOADER.warm()
 
@@ -174,9 +176,15 @@ class Relay:
             await send_error(exchange, inbound, parsed.status, parsed.message, request_id, param=parsed.param)
             meter.finish("rejected", parsed.message)
             return
+        if self.refusal is not None:
+            # Failing closed (switch.proxy.fail_open): classified and recorded, but sent nowhere.
+            exchange.route = f"{meter.preset}; role={meter.role}; model=none".encode()
+            await send_error(exchange, inbound, 503, self.refusal, request_id)
+            meter.finish("proxy_error", self.refusal)
+            return
         request, info = parsed.request, parsed.info
         preset = self.presets.active
-        if info.session_id and self.settings.routing.affinity == "session":
+        if info.session_id and self.settings.routing.affinity == "session" and self.presets.pinned is None:
             # A session keeps the routes it started with: its upstream prefix cache stays warm.
             # A fork shares its parent's pin: after a `switch use` it still reads the history where it is cached.
             preset = self.affinity.pin(info.session_id, route_owner(info), preset)

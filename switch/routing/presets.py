@@ -284,7 +284,20 @@ class PresetManager:
         self.providers = providers
         self.fallback_model = fallback_model
         self.error: str | None = None
+        # While set (a proxy failing open), these routes serve every call; files are still watched,
+        # so `error` tells when the active preset loads again.
+        self.pinned: Preset | None = None
+        self._good: Preset | None = None  # the last preset that loaded, kept while the files are broken
         self._signature: tuple[Any, ...] = ()
+        self.active = self._load()
+
+    def pin(self, preset: Preset) -> None:
+        """Serve every call with `preset` until `unpin`."""
+        self.pinned = self.active = preset
+
+    def unpin(self) -> None:
+        """Back to the active preset."""
+        self.pinned = None
         self.active = self._load()
 
     def _state(self) -> tuple[Any, ...]:
@@ -298,19 +311,24 @@ class PresetManager:
         return tuple(entries)
 
     def _load(self) -> Preset:
+        preset = self._load_files()
+        return self.pinned if self.pinned is not None else preset
+
+    def _load_files(self) -> Preset:
         self._signature = self._state()
         name = active_name()
         if name is None:
             self.error = None
-            return defaults_preset(self.fallback_model)
+            self._good = defaults_preset(self.fallback_model)
+            return self._good
         try:
             preset = load_preset(name, self.providers, self.fallback_model)
         except PresetError as exc:
             self.error = exc.message
             log.error("keeping the previous routes: %s", exc.message)
-            previous = getattr(self, "active", None)
-            return previous if previous is not None else defaults_preset(self.fallback_model)
+            return self._good if self._good is not None else defaults_preset(self.fallback_model)
         self.error = None
+        self._good = preset
         return preset
 
     def reconfigure(self, providers: set[str], fallback_model: str) -> None:

@@ -28,7 +28,9 @@ def claude_statusline() -> dict[str, Any]:
     message's call (it batches for 0.2 s); `refreshInterval` re-runs it so the line catches up."""
     return {
         "type": "command",
-        "command": shlex.join(hook_argv("statusline")),
+        # Errors to /dev/null, first so the command still ends in `statusline`: an interpreter that is gone
+        # (switch uninstalled) leaves Claude Code's status line empty rather than showing the shell's error.
+        "command": "2>/dev/null " + shlex.join(hook_argv("statusline")),
         "padding": 0,
         "refreshInterval": STATUSLINE_REFRESH_SECONDS,
     }

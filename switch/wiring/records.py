@@ -48,5 +48,10 @@ def hook_argv(command: str) -> list[str]:
     import switch
 
     root = str(Path(switch.__file__).resolve().parent.parent)
-    code = f"import sys; sys.path.insert(0, {root!r}); from switch.cli import main; main()"
+    # After `pip uninstall` the hook must end quietly (no traceback where the harness shows its output).
+    code = (
+        f"import sys; sys.path.insert(0, {root!r})\n"
+        "try: import switch.cli\nexcept ImportError: raise SystemExit(0)\n"
+        "from switch.cli import main; main()"
+    )
     return [sys.executable, "-S", "-P", "-c", code, command]

@@ -65,6 +65,13 @@ SAFE_ARGUMENTS: dict[str, list[list[str]]] = {
     "budgets": [["budgets"], ["budgets", "--json"]],
     "statusline": [["statusline"]],
     "codex-notify": [["codex-notify", "{}"]],
+    # `--print` only: an install would ask the user's real service manager to reload.
+    "service": [["service"]],
+    "service install": [["service", "install", "--print"]],
+    "service status": [["service", "status"]],
+    "service uninstall": [["service", "uninstall"]],
+    "off": [["off"]],
+    "completion": [["completion", "bash"]],
 }
 
 # Invocations that do not read config.toml, so a broken one is not theirs to report: the harness hooks must
@@ -83,6 +90,13 @@ CONFIG_FREE = {
     "langchain off",
     "statusline",
     "codex-notify {}",
+    # The service fails open on a broken config by design, so installing it does not need a valid one.
+    "service",
+    "service install --print",
+    "service status",
+    "service uninstall",
+    "off",
+    "completion bash",
 }
 # Invocations that must refuse a missing or invalid active preset: those that start the proxy or act on presets.
 PRESET_USERS = {

@@ -48,6 +48,11 @@ def proxy_status(state: checks.ProxyState) -> str:
     return f"running on 127.0.0.1:{state.port} (up {fmt.ms(state.uptime_s * 1000)})"
 
 
+def _fail_open_note(state: checks.ProxyState) -> str:
+    degraded = checks.fail_open_check(state)
+    return "" if degraded is None else f"\n  {degraded['detail']}\n  fix: {degraded['fix']}"
+
+
 def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Text:
     """Each harness's route per role under the active preset."""
     for status in statuses:
@@ -77,10 +82,13 @@ def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
     """Gather the tab's contents around the ledger's recent `problems` (blocking: run it off the UI thread)."""
     settings, config = checks.config_check()
     if settings is None:
-        return HealthInfo([], fmt.plain(f"config.toml is invalid: {config['detail']}"), {}, "unknown", [])
+        # A proxy may still serve (on its last good config, or failing open): say which.
+        state = checks.probe_proxy(checks.fallback_port(), timeout=0.3)
+        proxy = proxy_status(state) + _fail_open_note(state)
+        return HealthInfo([], fmt.plain(f"config.toml is invalid: {config['detail']}"), {}, proxy, problems)
     statuses = checks.preset_statuses(settings)
     state = checks.proxy_state(settings, timeout=0.3)
-    proxy = proxy_status(state)
+    proxy = proxy_status(state) + _fail_open_note(state)
     running = checks.running_config_check(state)
     if running is not None and not running["ok"]:
         proxy += f"\n  {running['detail']}\n  fix: {running['fix']}"
