@@ -65,7 +65,29 @@ def wiring_checks(state: ProxyState) -> list[Check]:
                 )
                 continue
         results.append(check(name, True, f"{harness} wiring is {wired}"))
+    results.append(codex_profile_check())
     return results
+
+
+def codex_profile_check() -> Check:
+    """Codex 0.171 refuses `codex --profile switch` while config.toml holds a legacy profile for it."""
+    from switch import wiring
+    from switch.wiring.toml_files import read_toml
+
+    path = wiring.codex_config_path()
+    try:
+        _text, document = read_toml(path)
+    except (wiring.WiringError, OSError, UnicodeDecodeError):
+        return check("codex:profile", True, f"{path} cannot be read; nothing to check")
+    found = wiring.legacy_profile(document)
+    if not found:
+        return check("codex:profile", True, "no legacy `switch` profile in Codex's config.toml")
+    return check(
+        "codex:profile",
+        False,
+        f"{path} holds {' and '.join(found)}: Codex 0.171 refuses to start `codex --profile switch` with it",
+        f"switch codex on (moves it into {wiring.codex_profile_path()}; `switch codex off` restores the file)",
+    )
 
 
 def wired_models() -> list[tuple[str, str, Path, str, str]]:
@@ -87,6 +109,10 @@ def wired_models() -> list[tuple[str, str, Path, str, str]]:
     for name, profile in profiles.items() if isinstance(profiles, dict) else []:
         if isinstance(profile, dict) and isinstance(profile.get("model"), str):
             found.append(("codex", "codex", path, f"[profiles.{name}] model", profile["model"]))
+    path = wiring.codex_profile_path()
+    profile = toml_table(path)
+    if isinstance(profile.get("model"), str):
+        found.append(("codex", "codex", path, "model", profile["model"]))
     path = wiring.claude_settings_path()
     claude = json_object(path)
     env = claude.get("env")

@@ -191,3 +191,23 @@ def test_run_dcode_keeps_the_users_key_and_only_fills_a_missing_one(
         assert seen["OPENAI_API_KEY"] and seen["OPENAI_API_KEY"] not in result.stdout + result.stderr
     assert seen["ANTHROPIC_API_KEY"] and seen["ANTHROPIC_API_KEY"] not in result.stdout + result.stderr
     assert "not running" in run_switch("status").stdout
+
+
+@pytest.mark.parametrize(
+    "legacy", ['[profiles.switch]\nmodel_provider = "switch"\n', 'profile = "switch"\n'], ids=["table", "selector"]
+)
+def test_doctor_reports_a_legacy_switch_profile_codex_refuses(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, legacy: str
+) -> None:
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {free_port()}\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    (tmp_path / ".codex").mkdir()
+    config = tmp_path / ".codex" / "config.toml"
+    config.write_text(legacy)
+    finding = doctor_checks()["codex:profile"]
+    assert not finding["ok"] and "refuses to start `codex --profile switch`" in finding["detail"]
+    assert finding["fix"].startswith("switch codex on") and "switch.config.toml" in finding["fix"]
+    # Following the fix clears it.
+    assert CliRunner().invoke(app, ["codex", "on"]).exit_code == 0
+    assert doctor_checks()["codex:profile"]["ok"]
