@@ -6,6 +6,11 @@ call outputs become tool results. Reasoning items carry our `encrypted_content` 
 the reasoning text is restored. `namespace` tools (and those in an `additional_tools` item) are
 flattened to `namespace__name`; hosted tools a chat model cannot run (web_search, …) are dropped.
 
+Codex's remote compaction (`compaction_trigger`, `compaction` items) is read as `compaction` describes.
+Any other input item type (item_reference, hosted-tool calls, ...) cannot reach a chat model intact:
+it is noted in `provider_data[UNCARRIED]` (native routes pass the body through untouched; every other
+route answers 400 with that note), never skipped.
+
 Answers (`response_from_ir`) are built from the output items in `items`.
 """
 
@@ -49,6 +54,13 @@ from switch.protocols.ir import (
     ToolSpec,
     image_from_url,
 )
+from switch.protocols.openai_responses.compaction import (
+    compaction_item,
+    decode_summary,
+    restored_message,
+    summary_request,
+    summary_text,
+)
 from switch.protocols.openai_responses.items import call_item, message_item, reasoning_item, response_object, status_of
 from switch.protocols.structured import read_openai_format
 from switch.protocols.tools import ToolIndex, flat_name
@@ -58,6 +70,9 @@ _ROLES = ("user", "assistant", "system", "developer")
 _FUNCTION_TOOLS = ("function",)
 _ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+# provider_data keys: the request ends in Codex's compaction trigger; an input item no other API can carry.
+COMPACTION_TRIGGER = "compaction_trigger"
+UNCARRIED = "uncarried_item"
 
 
 def _content_parts(content: Any, container: str) -> list[TextPart | ImagePart | DocumentPart]:
@@ -194,7 +209,15 @@ def _call_part(item: dict[str, Any], kind: str, index: int) -> ToolCallPart:
     return ToolCallPart(call_id, flat, text or "", "custom", namespace)
 
 
-def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolSpec]) -> list[Message]:
+def _uncarried(provider_data: dict[str, Any], message: str) -> None:
+    # Recorded, not raised: a native route passes the body through and OpenAI reads it; every other
+    # route refuses the call with this message (the first such item names the problem).
+    provider_data.setdefault(UNCARRIED, message)
+
+
+def _input_items(
+    raw_input: list[Any], system: list[TextPart], tools: list[ToolSpec], provider_data: dict[str, Any]
+) -> list[Message]:
     messages: list[Message] = []
     assistant: list[Part] = []
     outputs: list[Part] = []
@@ -237,8 +260,34 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
         if kind == "additional_tools":
             _tools(item.get("tools"), tools, f"input[{index}].tools")
             continue
+        if kind == "configuration_update":
+            continue  # Codex's per-turn settings echo (reasoning effort): the request's own fields carry them
+        if kind == "compaction_trigger":
+            provider_data[COMPACTION_TRIGGER] = True
+            continue
+        if kind == "compaction":
+            summary = decode_summary(item.get("encrypted_content"))
+            if summary is None:
+                _uncarried(
+                    provider_data,
+                    f"input[{index}] is a 'compaction' item whose encrypted_content only OpenAI can read (it was "
+                    "made by OpenAI's remote compaction), so this route's model cannot be given the history it "
+                    "replaces; continue this conversation on the native route, or start a new one",
+                )
+                continue
+            if assistant:
+                flush_assistant()
+            if outputs:
+                flush_outputs()
+            messages.append(restored_message(summary))
+            continue
         if kind != "message":
-            continue  # item_reference, web_search_call and other hosted-tool items
+            _uncarried(
+                provider_data,
+                f"input[{index}] has type '{kind}', which switch cannot carry to this route's model (it would "
+                "have to be dropped); serve this conversation on the native route",
+            )
+            continue
         role = item.get("role")
         if role not in _ROLES:
             raise not_one_of(f"input[{index}].role", "'user', 'assistant', 'system' or 'developer'", role)
@@ -287,14 +336,14 @@ def request_to_ir(body: Any) -> Request:
         system.append(TextPart(instructions))
     tools: list[ToolSpec] = []
     _tools(body.get("tools"), tools, "tools")
-    messages = _input_items(raw_input, system, tools)
+    provider_data: dict[str, Any] = {}
+    messages = _input_items(raw_input, system, tools, provider_data)
     reasoning_config = optional_dict(body, "reasoning")
     effort = reasoning_config.get("effort") if reasoning_config is not None else None
     if effort is not None and not isinstance(effort, str):
         raise wrong_type("reasoning.effort", "one of " + ", ".join(EFFORTS), effort)
     # An effort level this version does not know is left to the upstream's default.
     known_effort = EFFORTS.get(effort) if effort else None
-    provider_data: dict[str, Any] = {}
     previous = optional_str(body, "previous_response_id")
     if previous:
         provider_data["previous_response_id"] = previous
@@ -302,7 +351,7 @@ def request_to_ir(body: Any) -> Request:
         provider_data["store"] = False
     text_config = optional_dict(body, "text")
     output_format = read_openai_format(text_config.get("format"), "text.format", nested=False) if text_config else None
-    return Request(
+    request = Request(
         model=model,
         system=tuple(system),
         messages=tuple(messages),
@@ -319,6 +368,7 @@ def request_to_ir(body: Any) -> Request:
         output_format=output_format,
         provider_data=provider_data,
     )
+    return summary_request(request) if provider_data.get(COMPACTION_TRIGGER) else request
 
 
 # ---- IR → Responses (answers to the client) -----------------------------------------------------
@@ -330,6 +380,10 @@ def response_from_ir(
     """The Responses object for a complete IR response; `next_id` supplies fresh item ids."""
     index = ToolIndex.of(request.tools)
     output: list[dict[str, Any]] = []
+    if request.provider_data.get(COMPACTION_TRIGGER):
+        output.append(compaction_item("cmp_" + next_id(), summary_text(response.parts)))
+        usage = response.usage
+        return response_object(response_id, request, output, "completed", usage, created_at)
     for part in response.parts:
         if isinstance(part, ReasoningPart):
             if part.text:
