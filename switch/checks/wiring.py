@@ -137,3 +137,34 @@ def json_object(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def codex_login_check(routes_native: bool) -> Check | None:
+    """Codex's login kind, when the active preset sends Codex calls to the native OpenAI route (None otherwise).
+
+    Reads only `auth_mode` from Codex's auth.json, never a token.
+    """
+    if not routes_native:
+        return None
+    from switch import wiring
+
+    path = wiring.codex_home() / "auth.json"
+    mode = json_object(path).get("auth_mode")
+    if mode == "chatgpt":
+        return check(
+            "codex:login",
+            False,
+            "Codex is logged in with ChatGPT, and the active preset sends Codex calls to the native OpenAI route: "
+            "OpenAI's public API does not accept a ChatGPT login's token, so those calls fail with a 401",
+            "codex login --with-api-key (an OpenAI API key), or a preset without native Codex routes: "
+            "switch use kimi-k3",
+        )
+    if not path.exists():
+        return check(
+            "codex:login",
+            False,
+            "the active preset sends Codex calls to the native OpenAI route, but Codex is not logged in "
+            f"({path} is missing), so it sends no credentials",
+            "codex login --with-api-key",
+        )
+    return check("codex:login", True, f"Codex is logged in ({mode or 'unknown kind'}) for the native route")
