@@ -80,16 +80,20 @@ def test_codex_on_then_codex_profile_switch_runs_a_tool_loop(
 
 
 def test_compaction_turns_are_recorded_with_their_kind(harness: Callable[..., Harness], codex_bin: Path) -> None:
+    work: list[Path] = []
+
     def respond(request: dict[str, Any]) -> Turn:
         if "CONTEXT CHECKPOINT COMPACTION" in last_user_text(request):
             return Turn(text="SUMMARY: the user wants three files; some are written.")
-        done = len(tool_results(request))
+        # Compaction replaces the history, so progress is read from the workspace, not from tool results.
+        done = len(list(work[0].glob("f*.txt")))
         if done < 3:
             command = {"cmd": f"printf x > f{done}.txt"}
             return Turn(reasoning="Next file.", tool_calls=[ToolCall("exec_command", json.dumps(command))])
         return Turn(text="All three files written.")
 
     run = harness(respond, [codex_bin])
+    work.append(run.work)
     result = run.run("codex", *EXEC, "-c", "model_auto_compact_token_limit=100", "write f0.txt, f1.txt and f2.txt")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = check_ledger(run, "codex", "openai-responses")
