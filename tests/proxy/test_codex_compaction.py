@@ -6,6 +6,7 @@ exactly one `compaction` output item back, streamed or not; the item returns in 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -146,3 +147,21 @@ def test_a_packed_bomb_is_not_a_summary() -> None:
     bomb = "swc1." + base64.urlsafe_b64encode(zlib.compress(b"a" * (8 * 1024 * 1024), 9)).decode().rstrip("=")
     assert decode_summary(bomb) is None
     assert orjson.dumps(decode_summary("swc1.!!!")) == b"null"
+
+
+def test_codex_agent_messages_reach_the_model_as_user_messages(kimi_proxy: Proxy) -> None:
+    """Multi-agent mail (a subagent's task, its final answer) is carried, not dropped and not refused."""
+    assert kimi_proxy.upstream is not None
+    task = {
+        "type": "agent_message",
+        "author": "/root",
+        "recipient": "/root/check",
+        "content": [
+            {"type": "input_text", "text": "Message Type: NEW_TASK\nSender: /root\nPayload:\n"},
+            {"type": "encrypted_content", "encrypted_content": "Report that all is good."},
+        ],
+    }
+    answer = _post(kimi_proxy, {"input": [HISTORY[1], task]})
+    assert answer.status_code == 200, answer.text
+    last = kimi_proxy.upstream.received[-1].json["messages"][-1]
+    assert last["role"] == "user" and "NEW_TASK" in json.dumps(last) and "Report that all is good." in json.dumps(last)

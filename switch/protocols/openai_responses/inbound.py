@@ -209,6 +209,20 @@ def _call_part(item: dict[str, Any], kind: str, index: int) -> ToolCallPart:
     return ToolCallPart(call_id, flat, text or "", "custom", namespace)
 
 
+def _agent_message_parts(content: Any, index: int) -> list[TextPart | ImagePart | DocumentPart]:
+    container = f"input[{index}].content"
+    if not isinstance(content, list):
+        return _content_parts(content, container)
+    parts: list[TextPart | ImagePart | DocumentPart] = []
+    for position, block in enumerate(content):
+        if isinstance(block, dict) and block.get("type") == "encrypted_content":
+            # A custom provider gets the payload as it was written (Codex encrypts it only for OpenAI).
+            parts.append(TextPart(field_str(block, "encrypted_content", container, position)))
+        else:
+            parts.extend(_content_parts([block], container))
+    return parts
+
+
 def _uncarried(provider_data: dict[str, Any], message: str) -> None:
     # Recorded, not raised: a native route passes the body through and OpenAI reads it; every other
     # route refuses the call with this message (the first such item names the problem).
@@ -280,6 +294,15 @@ def _input_items(
             if outputs:
                 flush_outputs()
             messages.append(restored_message(summary))
+            continue
+        if kind == "agent_message":
+            # Codex's multi-agent mail between threads (a task for a subagent, its final answer): its text says
+            # who sent it to whom, so it reaches a chat model as a user message.
+            if assistant:
+                flush_assistant()
+            if outputs:
+                flush_outputs()
+            messages.append(Message("user", tuple(_agent_message_parts(item.get("content"), index))))
             continue
         if kind != "message":
             _uncarried(
