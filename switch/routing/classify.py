@@ -199,9 +199,18 @@ def _session(headers: dict[str, str], body: dict[str, Any]) -> str | None:
     return cache_key if isinstance(cache_key, str) and cache_key else None
 
 
+# Most Codex requests are ordinary turns of the main thread; spotting those in the raw text skips parsing
+# about 1 KB of JSON per call.
+_ORDINARY_TURN = '"request_kind":"turn"'
+_PARENT_KEY = '"parent_thread_id"'
+
+
 def _codex_turn_metadata(headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
     """Codex 0.171's per-request JSON (`x-codex-turn-metadata`, also inside the body's `client_metadata`)."""
     client = body.get("client_metadata")
+    header = headers.get("x-codex-turn-metadata")
+    if header is not None and _ORDINARY_TURN in header and _PARENT_KEY not in header:
+        return {"request_kind": "turn"}
     for raw in (
         headers.get("x-codex-turn-metadata"),
         client.get("x-codex-turn-metadata") if isinstance(client, dict) else None,
