@@ -40,8 +40,9 @@ _LANGCHAIN_PREFIX = "switch/"
 _CODEX_ROLES: dict[str, Role] = {
     "collab_spawn": "subagent",
     "review": "subagent",
-    # A compaction of the main thread stays the orchestrator's (its prompt cache is that target's).
-    "compact": "orchestrator",
+    # Older builds' compaction call, a background call as before; Codex 0.171 marks its compaction turns in
+    # the turn metadata instead, and those keep the main thread's role (see `codex_purpose`).
+    "compact": "background",
     "memory_consolidation": "background",
 }
 # The request kind older Codex builds named only in `x-openai-subagent`.

@@ -57,8 +57,8 @@ def test_explicit_header_and_alias_win() -> None:
 
 def test_codex_background_calls_and_haiku_models() -> None:
     legacy = classify({"originator": "codex_exec", "x-openai-subagent": "compact"}, {"model": "m"})
-    # A compaction of the main thread stays the orchestrator's: its prompt cache is the orchestrator target's.
-    assert (legacy.role, legacy.kind) == ("orchestrator", "compaction")
+    # Older builds' compaction call keeps its background role, and is now marked as a compaction too.
+    assert (legacy.role, legacy.kind) == ("background", "compaction")
     assert classify({"originator": "codex_exec", "x-openai-subagent": "review"}, {"model": "m"}).role == "subagent"
     headers = {"x-claude-code-session-id": "s"}
     assert classify(headers, {"model": "claude-haiku-4-5", "messages": []}).role == "background"
