@@ -189,7 +189,7 @@ def _responses_body(response: Response, request: Request, response_id: str) -> b
 
 
 def _responses_encoder(request: Request, input_estimate: int, response_id: str) -> ClientEncoder:
-    if request.provider_data.get(responses_inbound.COMPACTION_TRIGGER):
+    if request.provider_data.get(responses_compaction.COMPACTION_TRIGGER):
         return responses_compaction.CompactionEncoder(response_id, request, _item_id, _now())
     return responses_stream.StreamEncoder(response_id, request, _item_id, _now())
 

@@ -19,7 +19,7 @@ from switch.config import Settings
 from switch.errors import ClientRequestError, RoutingError
 from switch.ledger.record import RecordSink
 from switch.protocols.ir import Reasoning, Request, Usage
-from switch.protocols.openai_responses.inbound import UNCARRIED
+from switch.protocols.openai_responses.compaction import UNCARRIED
 from switch.proxy.adapters import (
     ANTHROPIC_INBOUND,
     CHAT_INBOUND,

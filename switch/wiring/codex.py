@@ -140,9 +140,17 @@ def codex_on(port: int, notify: bool = True) -> tuple[Path, Path, list[str]]:
         # notify are switch's own and rewritten.
         carried = {k: v for k, v in legacy_table.unwrap().items() if k not in ("model_provider", "notify")}
     remove = LEGACY_PATHS + ((("profile",),) if any(m.startswith("profile =") for m in migrated) else ())
+    profile_file = codex_profile_path()
+    _profile_text, profile_document = read_toml(profile_file)
+    theirs = profile_document.get("model_provider")
+    if theirs is not None and theirs.unwrap() != PROFILE and load_record(PROFILE_RECORD) is None:
+        raise WiringError(
+            f"{profile_file} sets model_provider = {theirs.as_string()}, so `codex --profile switch` would not reach "
+            "switch; remove that line (or the file) and run `switch codex on` again; switch did not change it"
+        )
     # The profile file first: a failure there leaves config.toml as it was.
     keys = codex_profile_keys(notify=summary, extra={**carried, **PROFILE_EXTRA_KEYS})
-    profile_path, _kept = toml_on(PROFILE_RECORD, codex_profile_path(), {}, keys)
+    profile_path, _kept = toml_on(PROFILE_RECORD, profile_file, {}, keys)
     path, _ = toml_on("codex", config, codex_tables(port), {}, remove)
     return path, profile_path, migrated
 

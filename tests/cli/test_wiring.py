@@ -267,3 +267,13 @@ def test_profile_keys_take_extra_keys_and_run_passes_them(monkeypatch: pytest.Mo
     assert codex.codex_profile_keys()["model_context_window"] == 262144
     assert "model_context_window=262144" in codex.codex_launch_overrides(8742)
     assert 'model_provider="switch"' in codex.codex_launch_overrides(8742)
+
+
+def test_codex_on_refuses_a_profile_file_that_names_another_provider(homes: dict[str, Path]) -> None:
+    mine = homes["codex"].parent / "switch.config.toml"
+    mine.write_text('model_provider = "openai"\n')
+    before = homes["codex"].read_bytes()
+    result = CliRunner().invoke(app, ["codex", "on"])
+    assert result.exit_code != 0 and "switch.config.toml sets model_provider" in result.output
+    assert "Traceback" not in result.output
+    assert mine.read_text() == 'model_provider = "openai"\n' and homes["codex"].read_bytes() == before

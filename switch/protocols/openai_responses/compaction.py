@@ -7,6 +7,10 @@ history it replaced. OpenAI's content is encrypted for OpenAI alone; on a transl
 runs the summary as an ordinary turn on the conversation's target and packs the summary text into
 its own `encrypted_content` (`swc1.<base64url(zlib(text))>`), which it reads back as a user message
 when the item returns. Pure, like every protocol module.
+
+Codex's other input items beyond the Responses API are read here too: `agent_message` (multi-agent mail)
+becomes a user message, and an item type no chat model can be given is noted in `provider_data[UNCARRIED]`:
+native routes pass the body through untouched, every other route answers 400 with the note.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from switch.protocols.ir import Message, Part, Request, TextPart, ToolChoice
 from switch.protocols.openai_responses.items import response_object
 from switch.protocols.openai_responses.stream import ItemState, StreamEncoder
 
+# provider_data keys: the request ends in Codex's compaction trigger; an input item no other API can carry.
+COMPACTION_TRIGGER = "compaction_trigger"
+UNCARRIED = "uncarried_item"
 _PREFIX = "swc1."
 # A summary is a few KB; a token that inflates past this is not one switch wrote.
 _MAX_SUMMARY_BYTES = 4 * 1024 * 1024
@@ -119,3 +126,42 @@ class CompactionEncoder(StreamEncoder):
         )
         self._emit("response.completed", {"response": final})
         self.state = ItemState.DONE
+
+
+ContentReader = Callable[[Any, str], list[Any]]
+
+
+def codex_item_message(
+    item: dict[str, Any], kind: str, index: int, provider_data: dict[str, Any], read_content: ContentReader
+) -> Message | None:
+    """The user message a Codex item stands for (a compaction's summary, an agent_message's text), or None
+    after noting in `provider_data` why the item cannot be carried; `read_content` reads content parts."""
+    if kind == "agent_message":
+        # Mail between Codex threads (a subagent's task, its final answer); its text names sender and recipient.
+        content = item.get("content")
+        if isinstance(content, list):
+            # The payload part: plain text on a custom provider (Codex encrypts it only for OpenAI).
+            content = [
+                {"type": "input_text", "text": block.get("encrypted_content")}
+                if isinstance(block, dict) and block.get("type") == "encrypted_content"
+                else block
+                for block in content
+            ]
+        return Message("user", tuple(read_content(content, f"input[{index}].content")))
+    if kind == "compaction":
+        summary = decode_summary(item.get("encrypted_content"))
+        if summary is not None:
+            return restored_message(summary)
+        message = (
+            f"input[{index}] is a 'compaction' item whose encrypted_content only OpenAI can read (it was made by "
+            "OpenAI's remote compaction), so this route's model cannot be given the history it replaces; continue "
+            "this conversation on the native route, or start a new one"
+        )
+    else:
+        message = (
+            f"input[{index}] has type '{kind}', which switch cannot carry to this route's model (it would have to "
+            "be dropped); serve this conversation on the native route"
+        )
+    # Noted, not raised: the native route passes the body through and OpenAI reads it (the first item names it).
+    provider_data.setdefault(UNCARRIED, message)
+    return None

@@ -6,10 +6,8 @@ call outputs become tool results. Reasoning items carry our `encrypted_content` 
 the reasoning text is restored. `namespace` tools (and those in an `additional_tools` item) are
 flattened to `namespace__name`; hosted tools a chat model cannot run (web_search, …) are dropped.
 
-Codex's remote compaction (`compaction_trigger`, `compaction` items) is read as `compaction` describes.
-Any other input item type (item_reference, hosted-tool calls, ...) cannot reach a chat model intact:
-it is noted in `provider_data[UNCARRIED]` (native routes pass the body through untouched; every other
-route answers 400 with that note), never skipped.
+Codex's own items (compaction, agent_message) are read as `compaction` describes; any other input
+item type is noted there as uncarried (a 400 on every route but the native one), never skipped.
 
 Answers (`response_from_ir`) are built from the output items in `items`.
 """
@@ -55,9 +53,9 @@ from switch.protocols.ir import (
     image_from_url,
 )
 from switch.protocols.openai_responses.compaction import (
+    COMPACTION_TRIGGER,
+    codex_item_message,
     compaction_item,
-    decode_summary,
-    restored_message,
     summary_request,
     summary_text,
 )
@@ -70,9 +68,6 @@ _ROLES = ("user", "assistant", "system", "developer")
 _FUNCTION_TOOLS = ("function",)
 _ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
-# provider_data keys: the request ends in Codex's compaction trigger; an input item no other API can carry.
-COMPACTION_TRIGGER = "compaction_trigger"
-UNCARRIED = "uncarried_item"
 
 
 def _content_parts(content: Any, container: str) -> list[TextPart | ImagePart | DocumentPart]:
@@ -209,26 +204,6 @@ def _call_part(item: dict[str, Any], kind: str, index: int) -> ToolCallPart:
     return ToolCallPart(call_id, flat, text or "", "custom", namespace)
 
 
-def _agent_message_parts(content: Any, index: int) -> list[TextPart | ImagePart | DocumentPart]:
-    container = f"input[{index}].content"
-    if not isinstance(content, list):
-        return _content_parts(content, container)
-    parts: list[TextPart | ImagePart | DocumentPart] = []
-    for position, block in enumerate(content):
-        if isinstance(block, dict) and block.get("type") == "encrypted_content":
-            # A custom provider gets the payload as it was written (Codex encrypts it only for OpenAI).
-            parts.append(TextPart(field_str(block, "encrypted_content", container, position)))
-        else:
-            parts.extend(_content_parts([block], container))
-    return parts
-
-
-def _uncarried(provider_data: dict[str, Any], message: str) -> None:
-    # Recorded, not raised: a native route passes the body through and OpenAI reads it; every other
-    # route refuses the call with this message (the first such item names the problem).
-    provider_data.setdefault(UNCARRIED, message)
-
-
 def _input_items(
     raw_input: list[Any], system: list[TextPart], tools: list[ToolSpec], provider_data: dict[str, Any]
 ) -> list[Message]:
@@ -279,37 +254,15 @@ def _input_items(
         if kind == "compaction_trigger":
             provider_data[COMPACTION_TRIGGER] = True
             continue
-        if kind == "compaction":
-            summary = decode_summary(item.get("encrypted_content"))
-            if summary is None:
-                _uncarried(
-                    provider_data,
-                    f"input[{index}] is a 'compaction' item whose encrypted_content only OpenAI can read (it was "
-                    "made by OpenAI's remote compaction), so this route's model cannot be given the history it "
-                    "replaces; continue this conversation on the native route, or start a new one",
-                )
-                continue
-            if assistant:
-                flush_assistant()
-            if outputs:
-                flush_outputs()
-            messages.append(restored_message(summary))
-            continue
-        if kind == "agent_message":
-            # Codex's multi-agent mail between threads (a task for a subagent, its final answer): its text says
-            # who sent it to whom, so it reaches a chat model as a user message.
-            if assistant:
-                flush_assistant()
-            if outputs:
-                flush_outputs()
-            messages.append(Message("user", tuple(_agent_message_parts(item.get("content"), index))))
-            continue
         if kind != "message":
-            _uncarried(
-                provider_data,
-                f"input[{index}] has type '{kind}', which switch cannot carry to this route's model (it would "
-                "have to be dropped); serve this conversation on the native route",
-            )
+            # Codex's own items become user messages (a summary, multi-agent mail); any other is noted.
+            message = codex_item_message(item, kind, index, provider_data, _content_parts)
+            if message is not None:
+                if assistant:
+                    flush_assistant()
+                if outputs:
+                    flush_outputs()
+                messages.append(message)
             continue
         role = item.get("role")
         if role not in _ROLES:
