@@ -165,3 +165,46 @@ def test_codex_agent_messages_reach_the_model_as_user_messages(kimi_proxy: Proxy
     assert answer.status_code == 200, answer.text
     last = kimi_proxy.upstream.received[-1].json["messages"][-1]
     assert last["role"] == "user" and "NEW_TASK" in json.dumps(last) and "Report that all is good." in json.dumps(last)
+
+
+KNOWN_ITEMS = {
+    "message",
+    "reasoning",
+    "function_call",
+    "custom_tool_call",
+    "function_call_output",
+    "custom_tool_call_output",
+    "additional_tools",
+    "configuration_update",
+    "compaction_trigger",
+    "compaction",
+    "agent_message",
+}
+
+
+@given(
+    kinds=st.lists(
+        st.one_of(st.sampled_from(["item_reference", "web_search_call", "local_shell_call"]), st.text(max_size=12)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_no_input_item_type_is_skipped_silently(kinds: list[str]) -> None:
+    """Every item type switch has no reading for is noted (a 400 on translated routes), whatever its name."""
+    from switch.protocols.openai_responses.compaction import UNCARRIED
+    from switch.protocols.openai_responses.inbound import request_to_ir
+
+    items: list[dict[str, Any]] = [{"type": kind, "id": "x"} for kind in kinds]
+    # A compaction item without switch's content is noted too (it is OpenAI's, or damaged).
+    unknown = [index for index, kind in enumerate(kinds) if kind not in KNOWN_ITEMS or kind == "compaction"]
+    try:
+        request = request_to_ir({"model": "m", "input": [HISTORY[1], *items]})
+    except Exception as exc:  # a known item with missing fields is a format error, never a crash
+        from switch.protocols.ir import RequestFormatError
+
+        assert isinstance(exc, RequestFormatError)
+        return
+    if unknown:
+        assert request.provider_data[UNCARRIED].startswith(f"input[{unknown[0] + 1}] ")
+    else:
+        assert UNCARRIED not in request.provider_data
