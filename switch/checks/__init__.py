@@ -24,7 +24,7 @@ from switch.checks.presets import (
 )
 from switch.checks.probes import probe_native, probe_targets
 from switch.checks.service import service_check
-from switch.checks.wiring import toml_table, wiring_checks
+from switch.checks.wiring import codex_login_check, toml_table, wiring_checks
 
 
 def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
@@ -290,6 +290,13 @@ def diagnose(probe: bool = False) -> list[Check]:
     if service is not None:
         results.append(service)
     results.extend(wiring_checks(state))
+    if preset is not None and wiring.state("codex") != "off":
+        from switch.routing.classify import ROLES
+
+        native = any(NATIVE in preset.chain("codex", role) for role in ROLES)
+        login = codex_login_check(native)
+        if login is not None:
+            results.append(login)
     results.extend(budget_checks(settings, state.health))
     if preset is not None:
         results.extend(forced_role_checks(preset))

@@ -83,7 +83,29 @@ def wiring_checks(state: ProxyState) -> list[Check]:
                 results.append(check(name, False, nothing_answers(harness, state.port), fix))
                 continue
         results.append(check(name, True, f"{harness} wiring is {wired}"))
+    results.append(codex_profile_check())
     return results
+
+
+def codex_profile_check() -> Check:
+    """Codex 0.171 refuses `codex --profile switch` while config.toml holds a legacy profile for it."""
+    from switch import wiring
+    from switch.wiring.toml_files import read_toml
+
+    path = wiring.codex_config_path()
+    try:
+        _text, document = read_toml(path)
+    except (wiring.WiringError, OSError, UnicodeDecodeError):
+        return check("codex:profile", True, f"{path} cannot be read; nothing to check")
+    found = wiring.legacy_profile(document)
+    if not found:
+        return check("codex:profile", True, "no legacy `switch` profile in Codex's config.toml")
+    return check(
+        "codex:profile",
+        False,
+        f"{path} holds {' and '.join(found)}: Codex 0.171 refuses to start `codex --profile switch` with it",
+        f"switch codex on (moves it into {wiring.codex_profile_path()}; `switch codex off` restores the file)",
+    )
 
 
 def wired_models() -> list[tuple[str, str, Path, str, str]]:
@@ -105,6 +127,10 @@ def wired_models() -> list[tuple[str, str, Path, str, str]]:
     for name, profile in profiles.items() if isinstance(profiles, dict) else []:
         if isinstance(profile, dict) and isinstance(profile.get("model"), str):
             found.append(("codex", "codex", path, f"[profiles.{name}] model", profile["model"]))
+    path = wiring.codex_profile_path()
+    profile = toml_table(path)
+    if isinstance(profile.get("model"), str):
+        found.append(("codex", "codex", path, "model", profile["model"]))
     path = wiring.claude_settings_path()
     claude = json_object(path)
     env = claude.get("env")
@@ -129,3 +155,34 @@ def json_object(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def codex_login_check(routes_native: bool) -> Check | None:
+    """Codex's login kind, when the active preset sends Codex calls to the native OpenAI route (None otherwise).
+
+    Reads only `auth_mode` from Codex's auth.json, never a token.
+    """
+    if not routes_native:
+        return None
+    from switch import wiring
+
+    path = wiring.codex_home() / "auth.json"
+    mode = json_object(path).get("auth_mode")
+    if mode == "chatgpt":
+        return check(
+            "codex:login",
+            False,
+            "Codex is logged in with ChatGPT, and the active preset sends Codex calls to the native OpenAI route: "
+            "OpenAI's public API does not accept a ChatGPT login's token, so those calls fail with a 401",
+            "codex login --with-api-key (an OpenAI API key), or a preset without native Codex routes: "
+            "switch use kimi-k3",
+        )
+    if not path.exists():
+        return check(
+            "codex:login",
+            False,
+            "the active preset sends Codex calls to the native OpenAI route, but Codex is not logged in "
+            f"({path} is missing), so it sends no credentials",
+            "codex login --with-api-key",
+        )
+    return check("codex:login", True, f"Codex is logged in ({mode or 'unknown kind'}) for the native route")

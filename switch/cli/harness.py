@@ -44,9 +44,15 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                 typer.echo(f"claude: on ({path}). Claude Code now talks to switch; start it as usual (`claude`).")
                 typer.echo(_statusline_note(statusline))
             elif harness == "codex":
-                path, kept = wiring.codex_on(port, summary)
-                typer.echo(f"codex: on ({path}). Start Codex with `codex --profile switch`.")
-                typer.echo(_notify_note(kept, summary))
+                path, profile, migrated = wiring.codex_on(port, summary)
+                typer.echo(f"codex: on ({path}: the `switch` provider; {profile}: the `switch` profile).")
+                if migrated:
+                    typer.echo(
+                        f"Moved {' and '.join(migrated)} out of {path}: Codex 0.171 refuses `--profile switch` "
+                        f"while config.toml holds it (`switch codex off` restores the file as it was)."
+                    )
+                typer.echo("Start Codex with `codex --profile switch`.")
+                typer.echo(_notify_note(summary))
             else:
                 path = wiring.langchain_on(port)
                 typer.echo(
@@ -92,22 +98,20 @@ def _statusline_note(outcome: str) -> str:
     return "Status line: not installed (`switch claude on` installs it)."
 
 
-def _notify_note(kept: bool, summary: bool) -> str:
+def _notify_note(summary: bool) -> str:
     from switch import wiring
 
-    if kept:
-        theirs = wiring.codex_user_notify() or []
-        combined = json.dumps(wiring.codex_notify_argv(theirs))
-        return (
-            "Per-turn summary: you have your own `notify` program, so switch left it alone. To get both, set "
-            f"notify = {combined} (switch runs yours after its own)."
-        )
     if not summary:
         return "Per-turn summary: not installed (`switch codex on` installs it)."
+    theirs = (
+        " Your own `notify` program in config.toml is untouched and runs after switch's under this profile."
+        if wiring.codex_user_notify()
+        else ""
+    )
     return (
-        "Per-turn summary: after each turn switch appends the session's models, spend and savings to "
-        "$SWITCH_HOME/logs/turns.log and shows a desktop notification where one is available "
-        "(`switch codex on --no-notify` removes it)."
+        "Per-turn summary (the `switch` profile only): after each turn switch appends the session's models, spend "
+        "and savings to $SWITCH_HOME/logs/turns.log and shows a desktop notification where one is available "
+        f"(`switch codex on --no-notify` removes it).{theirs}"
     )
 
 
@@ -181,7 +185,8 @@ def register(app: typer.Typer) -> None:
         action: str = typer.Argument(..., help="on or off."),
         no_notify: bool = typer.Option(False, "--no-notify", help="Do not add switch's per-turn summary."),
     ) -> None:
-        """Add (or remove) the `switch` provider, profile and per-turn summary in Codex's config.toml."""
+        """Add (or remove) the `switch` provider (config.toml) and profile with its per-turn summary
+        (switch.config.toml) for `codex --profile switch`."""
         _toggle("codex", action, not no_notify)
 
     @app.command()

@@ -137,6 +137,11 @@ def register(app: typer.Typer) -> None:
                     continue
                 when = time.strftime("%H:%M:%S", time.localtime(row["started_at"]))
                 mark = " ↻" if row["fallback_attempt"] else ""
+                # What the harness said the call is for (compaction, review, ...) and the agent that spawned it.
+                if row.get("request_kind"):
+                    mark += f" [{row['request_kind']}]"
+                if row.get("parent_agent_id"):
+                    mark += f" parent {row['parent_agent_id']}"
                 tokens_in = row["input_tokens"] + row["cache_read_tokens"]
                 typer.echo(
                     f"{when} {row['harness']:<11} {row['role']:<12} {row['requested_model'][:22]:<22} → "

@@ -21,6 +21,7 @@ from switch.protocols.openai_chat import errors as openai_errors
 from switch.protocols.openai_chat import inbound as chat_inbound
 from switch.protocols.openai_chat import outbound as chat_outbound
 from switch.protocols.openai_chat import stream as chat_stream
+from switch.protocols.openai_responses import compaction as responses_compaction
 from switch.protocols.openai_responses import errors as responses_errors
 from switch.protocols.openai_responses import inbound as responses_inbound
 from switch.protocols.openai_responses import outbound as responses_outbound
@@ -188,6 +189,8 @@ def _responses_body(response: Response, request: Request, response_id: str) -> b
 
 
 def _responses_encoder(request: Request, input_estimate: int, response_id: str) -> ClientEncoder:
+    if request.provider_data.get(responses_compaction.COMPACTION_TRIGGER):
+        return responses_compaction.CompactionEncoder(response_id, request, _item_id, _now())
     return responses_stream.StreamEncoder(response_id, request, _item_id, _now())
 
 

@@ -53,6 +53,31 @@ _FORWARDED_RESPONSE_HEADERS = frozenset(
     {"content-type", "request-id", "retry-after", "x-should-retry", "content-encoding", "x-request-id"}
 )
 
+# A ChatGPT login's requests carry this header; its bearer token is for ChatGPT's backend, not the public API.
+CHATGPT_ACCOUNT_HEADER = "chatgpt-account-id"
+CHATGPT_LOGIN = (
+    "Codex is logged in with ChatGPT: its token works only for ChatGPT's own backend, and OpenAI's public API (the "
+    "native route of this preset) does not accept it. Log Codex in with an OpenAI API key (`codex login "
+    "--with-api-key`), or route Codex to another target (`switch use kimi-k3`)"
+)
+NO_CREDENTIALS = (
+    "Codex sent no credentials for the native OpenAI route. Log Codex in with an OpenAI API key (`codex login "
+    "--with-api-key`) and run `switch codex on` again (its provider sets requires_openai_auth = true, which makes "
+    "Codex send its key)"
+)
+
+
+def native_credential_problem(inbound_api: str, harness: str, headers: dict[str, str], base_url: str) -> str | None:
+    """Why a Codex call cannot succeed on OpenAI's public API with what Codex sent, else None."""
+    if inbound_api != "openai-responses" or harness != "codex":
+        return None
+    if CHATGPT_ACCOUNT_HEADER in headers and "chatgpt.com" not in base_url:
+        return CHATGPT_LOGIN
+    if not headers.get("authorization"):
+        return NO_CREDENTIALS
+    return None
+
+
 # switch's own model names (`switch/auto`, `switch/<role>`): a harness wired to switch sends them, and no
 # native provider knows them.
 SWITCH_PREFIX = "switch/"
@@ -76,6 +101,9 @@ class PassThroughPath:
     async def serve(self, attempt: Attempt, target: Target, body: dict[str, Any]) -> Failure | None:
         """Forward one attempt; `body` is the client's, already parsed. A `Failure` lets the next target serve."""
         exchange, inbound, meter = attempt.exchange, attempt.inbound, attempt.meter
+        problem = native_credential_problem(inbound.name, meter.harness, exchange.headers, target.base_url)
+        if problem is not None:
+            return await fail(attempt, Failure(401, problem, "rejected", "no_key"))
         headers = [
             (name, value)
             for name, value in exchange.headers.items()

@@ -19,6 +19,7 @@ from switch.config import Settings
 from switch.errors import ClientRequestError, RoutingError
 from switch.ledger.record import RecordSink
 from switch.protocols.ir import Reasoning, Request, Usage
+from switch.protocols.openai_responses.compaction import UNCARRIED
 from switch.proxy.adapters import (
     ANTHROPIC_INBOUND,
     CHAT_INBOUND,
@@ -237,8 +238,14 @@ class Relay:
                 reference,
             )
             attempt = Attempt(exchange, inbound, attempt_meter, request_id, number + 1 < len(chain), fallback_on)
+            uncarried = request.provider_data.get(UNCARRIED)
             if target.native and target.api == inbound.name:
                 served = self.passthrough.serve(attempt, target, parsed.body)
+            elif uncarried is not None:
+                # Translating would drop part of the conversation: refused, never skipped.
+                await send_error(exchange, inbound, 400, f"{uncarried} ({reference})", request_id)
+                attempt_meter.finish("rejected", uncarried, status=400)
+                return
             elif target.api == "litellm":
                 served = self.litellm.serve(attempt, _with_options(request, preset.options(reference)), target)
             else:

@@ -6,6 +6,8 @@ Signals, most reliable first:
 2. harness headers: Claude Code's `x-claude-code-agent-id` and, when it sends them
    (`CLAUDE_CODE_GATEWAY_HINT_HEADERS=1`), its hint headers `x-claude-code-request-class` and
    `x-claude-code-agent-type`; Codex's `x-openai-subagent`;
+   Codex's request kind and parent thread come from its turn metadata (`codex_purpose`); a compaction
+   turn of Codex's main thread is counted as `orchestrator`, so it stays on the conversation's target;
 3. body markers: Claude Code's billing block `cc_is_subagent=true`; deepagents' subagent preamble,
    or a deepagents request without the `task` tool;
 4. known background prompts (titles, summaries, warm-ups) and haiku-class model names.
@@ -44,9 +46,17 @@ _LANGCHAIN_PREFIX = "switch/"
 _CODEX_ROLES: dict[str, Role] = {
     "collab_spawn": "subagent",
     "review": "subagent",
+    # Older builds' compaction call, a background call as before; Codex 0.171 marks its compaction turns in
+    # the turn metadata instead, and those keep the main thread's role (see `codex_purpose`).
     "compact": "background",
     "memory_consolidation": "background",
 }
+# The request kind older Codex builds named only in `x-openai-subagent`.
+_CODEX_LEGACY_KINDS = {"compact": "compaction", "review": "review", "memory_consolidation": "memory_consolidation"}
+# Codex's `request_kind` for an ordinary turn: recorded as no kind, like every other harness's ordinary call.
+_CODEX_ORDINARY_KIND = "turn"
+# Kinds and ids come from the client: only short plain tokens are recorded.
+_PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_.:/-]{1,80}$")
 _BACKGROUND_MARKERS = (
     "Please write a 5-10 word title for the following conversation",
     "Generate a concise, sentence-case title",
@@ -237,6 +247,56 @@ def _claude_kind(headers: dict[str, str], body: dict[str, Any]) -> str | None:
     return None
 
 
+# Most Codex requests are ordinary turns of the main thread; spotting those in the raw text skips parsing
+# about 1 KB of JSON per call.
+_ORDINARY_TURN = '"request_kind":"turn"'
+_PARENT_KEY = '"parent_thread_id"'
+
+
+def _codex_turn_metadata(headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
+    """Codex 0.171's per-request JSON (`x-codex-turn-metadata`, also inside the body's `client_metadata`)."""
+    client = body.get("client_metadata")
+    header = headers.get("x-codex-turn-metadata")
+    if header is not None and _ORDINARY_TURN in header and _PARENT_KEY not in header:
+        return {"request_kind": "turn"}
+    for raw in (
+        headers.get("x-codex-turn-metadata"),
+        client.get("x-codex-turn-metadata") if isinstance(client, dict) else None,
+    ):
+        if isinstance(raw, str) and raw.startswith("{"):
+            try:
+                parsed = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(parsed, dict):
+                return parsed
+    return {}
+
+
+def _plain(value: Any) -> str | None:
+    return value if isinstance(value, str) and _PLAIN_TOKEN.match(value) else None
+
+
+def codex_purpose(headers: dict[str, str], body: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(request kind, parent thread) of a Codex request: `request_kind` ("compaction", "review", ...; None for
+    an ordinary turn) and `parent_thread_id` from its turn metadata or `client_metadata`, else the legacy
+    `x-openai-subagent` value and the `x-codex-parent-thread-id` header."""
+    metadata = _codex_turn_metadata(headers, body)
+    client = body.get("client_metadata")
+    client = client if isinstance(client, dict) else {}
+    kind = _plain(metadata.get("request_kind")) or _plain(client.get("request_kind"))
+    if kind is None:
+        kind = _CODEX_LEGACY_KINDS.get(headers.get("x-openai-subagent", ""))
+    if kind == _CODEX_ORDINARY_KIND:
+        kind = None
+    parent = (
+        _plain(metadata.get("parent_thread_id"))
+        or _plain(client.get("parent_thread_id"))
+        or _plain(headers.get("x-codex-parent-thread-id"))
+    )
+    return kind, parent
+
+
 def forced_role(model: str) -> Role | None:
     """The role a `switch/<role>` or `claude-switch-<role>` model name forces on every call, else None."""
     alias = _ALIAS.match(model)
@@ -264,7 +324,8 @@ def classify(headers: dict[str, str], body: Any) -> CallInfo:
     if harness == "claude-code":
         kind = _claude_kind(headers, body)
         parent = headers.get("x-claude-code-parent-agent-id") or None
-
+    elif harness == "codex":
+        kind, parent = codex_purpose(headers, body)
     named = headers.get("x-switch-role")
     if named in ROLES:
         return CallInfo(harness, named, session, agent_id, family, kind, parent)

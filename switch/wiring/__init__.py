@@ -23,12 +23,17 @@ from switch.wiring.claude import (
 )
 from switch.wiring.codex import (
     codex_config_path,
+    codex_home,
     codex_launch_overrides,
     codex_notify_argv,
     codex_off,
     codex_on,
+    codex_profile_keys,
+    codex_profile_path,
+    codex_state,
     codex_tables,
     codex_user_notify,
+    legacy_profile,
 )
 from switch.wiring.langchain import (
     DEEPAGENTS_MODEL,
@@ -55,6 +60,11 @@ __all__ = [
     "claude_settings_path",
     "claude_statusline",
     "codex_config_path",
+    "codex_home",
+    "codex_profile_keys",
+    "codex_profile_path",
+    "codex_state",
+    "legacy_profile",
     "codex_launch_overrides",
     "codex_notify_argv",
     "codex_off",
@@ -82,4 +92,6 @@ def state(harness: str) -> str:
     path = Path(record["path"])
     if not path.exists():
         return "stale"
-    return claude_state(record, path) if harness == "claude" else toml_state(record, path)
+    if harness == "claude":
+        return claude_state(record, path)
+    return codex_state(record, path) if harness == "codex" else toml_state(record, path)

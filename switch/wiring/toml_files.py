@@ -48,15 +48,40 @@ def _remove_table(document: Any, dotted: tuple[str, ...], values: dict[str, Any]
             _remove_table(document, dotted[:-1], {})
 
 
+def dotted_get(document: Any, dotted: tuple[str, ...]) -> Any:
+    """The value at `dotted` in a parsed TOML document, or None when any part is missing."""
+    value = document
+    for part in dotted:
+        value = value.get(part) if hasattr(value, "get") else None
+        if value is None:
+            return None
+    return value
+
+
+def _remove_path(document: Any, dotted: tuple[str, ...]) -> None:
+    parent = dotted_get(document, dotted[:-1]) if len(dotted) > 1 else document
+    if parent is not None and hasattr(parent, "get") and dotted[-1] in parent:
+        del parent[dotted[-1]]
+        if len(dotted) > 1 and not parent:
+            _remove_path(document, dotted[:-1])
+
+
 def toml_on(
-    harness: str, path: Path, tables: dict[tuple[str, ...], dict[str, Any]], keys: dict[str, Any] | None = None
+    harness: str,
+    path: Path,
+    tables: dict[tuple[str, ...], dict[str, Any]],
+    keys: dict[str, Any] | None = None,
+    remove: tuple[tuple[str, ...], ...] = (),
 ) -> tuple[Path, list[str]]:
-    """Write `tables`, and each top-level key of `keys` the user has not set themselves; returns the file
-    and the keys left alone because the user holds their own value (switch never replaces those)."""
+    """Write `tables`, and each top-level key of `keys` the user has not set themselves, after deleting each
+    dotted path in `remove` (settings the harness refuses); returns the file and the keys left alone because
+    the user holds their own value (switch never replaces those). `off` restores the original either way."""
     text, document = read_toml(path)
     record = load_record(harness)
     if record is None:
         record = {"path": str(path), "original": text}
+    for dotted in remove:
+        _remove_path(document, dotted)
     for dotted, values in tables.items():
         _set_table(document, dotted, values)
     previously: dict[str, Any] = record.get("keys", {})
@@ -111,11 +136,11 @@ def toml_state(record: dict[str, Any], path: Path) -> str:
     except WiringError:
         return "stale"
     for dotted, values in record.get("tables", []):
-        table: Any = document
-        for part in dotted:
-            table = table.get(part) if hasattr(table, "get") else None
-            if table is None:
-                return "stale"
-        if table.unwrap() != values:
+        table = dotted_get(document, tuple(dotted))
+        if table is None or table.unwrap() != values:
+            return "stale"
+    for key, value in record.get("keys", {}).items():
+        current = document.get(key)
+        if current is None or current.unwrap() != value:
             return "stale"
     return "on"

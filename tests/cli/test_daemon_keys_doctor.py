@@ -191,3 +191,42 @@ def test_run_dcode_keeps_the_users_key_and_only_fills_a_missing_one(
         assert seen["OPENAI_API_KEY"] and seen["OPENAI_API_KEY"] not in result.stdout + result.stderr
     assert seen["ANTHROPIC_API_KEY"] and seen["ANTHROPIC_API_KEY"] not in result.stdout + result.stderr
     assert "not running" in run_switch("status").stdout
+
+
+@pytest.mark.parametrize(
+    "legacy", ['[profiles.switch]\nmodel_provider = "switch"\n', 'profile = "switch"\n'], ids=["table", "selector"]
+)
+def test_doctor_reports_a_legacy_switch_profile_codex_refuses(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, legacy: str
+) -> None:
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {free_port()}\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    (tmp_path / ".codex").mkdir()
+    config = tmp_path / ".codex" / "config.toml"
+    config.write_text(legacy)
+    finding = doctor_checks()["codex:profile"]
+    assert not finding["ok"] and "refuses to start `codex --profile switch`" in finding["detail"]
+    assert finding["fix"].startswith("switch codex on") and "switch.config.toml" in finding["fix"]
+    # Following the fix clears it.
+    assert CliRunner().invoke(app, ["codex", "on"]).exit_code == 0
+    assert doctor_checks()["codex:profile"]["ok"]
+
+
+@pytest.mark.parametrize(("auth", "ok"), [('{"auth_mode": "chatgpt"}', False), ('{"auth_mode": "apikey"}', True)])
+def test_doctor_says_when_codexs_login_cannot_use_the_native_route(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, auth: str, ok: bool
+) -> None:
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {free_port()}\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "auth.json").write_text(auth)
+    assert CliRunner().invoke(app, ["codex", "on"]).exit_code == 0
+    (isolated_home / "active-preset").write_text("kimi-k3\n")  # no native Codex route: nothing to say
+    assert "codex:login" not in doctor_checks()
+    (isolated_home / "active-preset").write_text("hybrid\n")  # native orchestrator
+    finding = doctor_checks()["codex:login"]
+    assert finding["ok"] is ok
+    if not ok:
+        assert "ChatGPT" in finding["detail"] and "codex login --with-api-key" in finding["fix"]

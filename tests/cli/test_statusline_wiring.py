@@ -108,40 +108,69 @@ def test_claude_on_no_statusline_and_later_edits(homes: dict[str, Path]) -> None
     assert restored["env"]["ANTHROPIC_BASE_URL"] == "https://my-gateway.example.com"
 
 
+def profile_of(homes: dict[str, Path]) -> tomlkit.TOMLDocument:
+    return tomlkit.parse((homes["codex"].parent / "switch.config.toml").read_text())
+
+
 @pytest.mark.parametrize("original", [CODEX, None], ids=["config", "no-file"])
-def test_codex_on_adds_notify_and_off_restores_bytes(homes: dict[str, Path], original: str | None) -> None:
+def test_codex_on_puts_notify_in_the_profile_and_off_restores_bytes(
+    homes: dict[str, Path], original: str | None
+) -> None:
     path = homes["codex"]
     if original is not None:
         path.write_text(original)
     output = invoke("codex", "on")
     document = tomlkit.parse(path.read_text())
-    assert document["notify"] == wiring.codex_notify_argv()
+    # Only the `switch` profile runs switch's summary: nothing top-level in config.toml applies to every profile.
+    assert "notify" not in document and profile_of(homes)["notify"] == wiring.codex_notify_argv()
     if original:
         assert document["model"] == "gpt-5.5"
     assert "turns.log" in output
     invoke("codex", "on")
     invoke("codex", "off")
     assert (path.read_bytes() if path.exists() else None) == (original.encode() if original else None)
+    assert not (path.parent / "switch.config.toml").exists()
 
 
-def test_codex_on_never_replaces_the_users_notify(homes: dict[str, Path]) -> None:
+def test_codex_on_keeps_the_users_notify_and_chains_it_in_the_profile(homes: dict[str, Path]) -> None:
     original = f"notify = {json.dumps(THEIR_NOTIFY)}\n" + CODEX
     homes["codex"].write_text(original)
     output = invoke("codex", "on")
     assert tomlkit.parse(homes["codex"].read_text())["notify"] == THEIR_NOTIFY
-    assert "your own `notify`" in output and json.dumps(wiring.codex_notify_argv(THEIR_NOTIFY)) in output
+    assert profile_of(homes)["notify"] == wiring.codex_notify_argv(THEIR_NOTIFY)
+    assert "Your own `notify` program in config.toml is untouched" in output
     invoke("codex", "off")
     assert homes["codex"].read_text() == original
 
 
-def test_codex_off_after_user_edits_removes_only_switchs_notify(homes: dict[str, Path]) -> None:
+def test_codex_on_moves_an_earlier_switchs_top_level_notify(homes: dict[str, Path]) -> None:
+    """An earlier switch wrote `notify` at the top of config.toml (every profile ran it); `on` moves it."""
+    homes["codex"].write_text(CODEX)
+    legacy = tomlkit.parse(CODEX)
+    legacy["notify"] = wiring.codex_notify_argv()
+    legacy.setdefault("profiles", tomlkit.table())["switch"] = {"model_provider": "switch", "model": "gpt-5.5"}
+    homes["codex"].write_text(tomlkit.dumps(legacy))
+    from switch.wiring.records import save_record
+
+    save_record(
+        "codex", {"path": str(homes["codex"]), "original": CODEX, "keys": {"notify": legacy["notify"].unwrap()}}
+    )
+    invoke("codex", "on")
+    document = tomlkit.parse(homes["codex"].read_text())
+    assert "notify" not in document and "switch" not in document.get("profiles", {})
+    assert profile_of(homes)["notify"] == wiring.codex_notify_argv()
+    invoke("codex", "off")
+    assert homes["codex"].read_text() == CODEX
+
+
+def test_codex_off_after_user_edits_removes_only_switchs_keys(homes: dict[str, Path]) -> None:
     homes["codex"].write_text(CODEX)
     invoke("codex", "on")
-    assert tomlkit.parse(homes["codex"].read_text())["notify"] == wiring.codex_notify_argv()
     homes["codex"].write_text(homes["codex"].read_text() + '\n[profiles.later]\nmodel = "x"\n')
     invoke("codex", "off")
     document = tomlkit.parse(homes["codex"].read_text())
     assert "notify" not in document and document["profiles"]["later"]["model"] == "x"
+    assert "model_providers" not in document
 
 
 def fake_harness(tmp_path: Path, name: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from switch import files
+from switch import files, wiring
 from switch.cli import app
 from switch.wiring import CLASSIFYING_MODEL
 
@@ -116,7 +116,7 @@ def test_off_keeps_changes_the_user_made_meanwhile(homes: dict[str, Path]) -> No
 def test_codex_off_keeps_comments_and_user_edits(homes: dict[str, Path]) -> None:
     invoke("codex", "on")
     text = homes["codex"].read_text()
-    assert "[model_providers.switch]" in text and "[profiles.switch]" in text and "# keep this comment" in text
+    assert "[model_providers.switch]" in text and "# keep this comment" in text
     homes["codex"].write_text(text + '\n[profiles.later]\nmodel = "x"\n')
     invoke("codex", "off")
     after = homes["codex"].read_text()
@@ -204,3 +204,76 @@ def test_langchain_on_offers_the_classifying_model_and_needs_no_extra_variable(h
     assert provider["models"] == [CLASSIFYING_MODEL, "switch/orchestrator", "switch/subagent", "switch/background"]
     # dcode asks for the variable named here before it starts; none should be needed.
     assert "api_key_env" not in provider
+
+
+def codex_files(homes: dict[str, Path]) -> tuple[dict[str, object], dict[str, object]]:
+    config = homes["codex"]
+    return tomllib.loads(config.read_text()), tomllib.loads((config.parent / "switch.config.toml").read_text())
+
+
+def test_codex_on_writes_the_provider_in_config_and_the_profile_in_its_own_file(homes: dict[str, Path]) -> None:
+    output = invoke("codex", "on")
+    config, profile = codex_files(homes)
+    # Codex 0.171 refuses `--profile switch` with a [profiles.switch] table in config.toml.
+    assert "switch" not in config.get("profiles", {}) and config.get("profile") is None
+    provider = config["model_providers"]["switch"]  # type: ignore[index]
+    assert provider == {
+        "name": "switch",
+        "base_url": "http://127.0.0.1:8742/v1",
+        "wire_api": "responses",
+        "requires_openai_auth": True,  # Codex sends its login's bearer token, for the native route
+    }
+    assert profile["model_provider"] == "switch" and profile["model"] == "gpt-5.5"
+    assert "switch.config.toml" in output and "codex --profile switch" in output
+
+
+LEGACY = CODEX + '\n[profiles.switch]\nmodel_provider = "switch"\nmodel = "gpt-5.4"\nmodel_reasoning_effort = "high"\n'
+
+
+@pytest.mark.parametrize("selector", [False, True], ids=["table", "table-and-selector"])
+def test_codex_on_migrates_a_legacy_profile_and_off_restores_it(homes: dict[str, Path], selector: bool) -> None:
+    original = ('profile = "switch"\n' if selector else "") + LEGACY
+    homes["codex"].write_text(original)
+    output = invoke("codex", "on")
+    config, profile = codex_files(homes)
+    assert "switch" not in config.get("profiles", {}) and "profile" not in config
+    assert config["profiles"] == {"fast": {"model": "gpt-5.5-mini"}}
+    # The user's own settings in the old table move into the profile file with it.
+    assert profile == {
+        "model_provider": "switch",
+        "model": "gpt-5.4",
+        "model_reasoning_effort": "high",
+        **{"notify": wiring.codex_notify_argv()},
+    }
+    assert "Moved [profiles.switch]" in output and ('profile = "switch"' in output) == selector
+    invoke("codex", "off")
+    assert homes["codex"].read_text() == original
+    assert not (homes["codex"].parent / "switch.config.toml").exists()
+
+
+def test_codex_off_restores_a_profile_file_the_user_had(homes: dict[str, Path]) -> None:
+    mine = homes["codex"].parent / "switch.config.toml"
+    mine.write_text('# my profile\nmodel_verbosity = "low"\n')
+    invoke("codex", "on")
+    assert tomllib.loads(mine.read_text())["model_provider"] == "switch"
+    invoke("codex", "off")
+    assert mine.read_text() == '# my profile\nmodel_verbosity = "low"\n'
+
+
+def test_profile_keys_take_extra_keys_and_run_passes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from switch.wiring import codex
+
+    monkeypatch.setitem(codex.PROFILE_EXTRA_KEYS, "model_context_window", 262144)
+    assert codex.codex_profile_keys()["model_context_window"] == 262144
+    assert "model_context_window=262144" in codex.codex_launch_overrides(8742)
+    assert 'model_provider="switch"' in codex.codex_launch_overrides(8742)
+
+
+def test_codex_on_refuses_a_profile_file_that_names_another_provider(homes: dict[str, Path]) -> None:
+    mine = homes["codex"].parent / "switch.config.toml"
+    mine.write_text('model_provider = "openai"\n')
+    before = homes["codex"].read_bytes()
+    result = CliRunner().invoke(app, ["codex", "on"])
+    assert result.exit_code != 0 and "switch.config.toml sets model_provider" in result.output
+    assert "Traceback" not in result.output
+    assert mine.read_text() == 'model_provider = "openai"\n' and homes["codex"].read_bytes() == before

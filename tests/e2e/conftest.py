@@ -144,6 +144,33 @@ class Harness:
             stdin=subprocess.DEVNULL,
         )
 
+    def switch(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """`switch ARGS` as the user types it, in the work directory."""
+        return self.program(sys.executable, "-m", "switch", *args, timeout=timeout)
+
+    def program(self, *argv: str, timeout: float = 180, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Any program (a harness CLI run directly, as the README tells users to) in the work directory."""
+        return subprocess.run(
+            list(argv),
+            cwd=self.work,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
+
+    @contextmanager
+    def proxy_up(self) -> Iterator[None]:
+        """`switch up` for the test, and `switch down` after it whatever happens."""
+        started = self.switch("up")
+        assert started.returncode == 0, started.stdout + started.stderr
+        try:
+            yield
+        finally:
+            self.switch("down")
+
     def ledger(self) -> list[dict[str, Any]]:
         """Every recorded call (waits for the writer to finish)."""
         path = self.switch_home / "ledger.db"

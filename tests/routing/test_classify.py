@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -59,7 +61,9 @@ def test_explicit_header_and_alias_win() -> None:
 
 
 def test_codex_background_calls_and_haiku_models() -> None:
-    assert classify({"originator": "codex_exec", "x-openai-subagent": "compact"}, {"model": "m"}).role == "background"
+    legacy = classify({"originator": "codex_exec", "x-openai-subagent": "compact"}, {"model": "m"})
+    # Older builds' compaction call keeps its background role, and is now marked as a compaction too.
+    assert (legacy.role, legacy.kind) == ("background", "compaction")
     assert classify({"originator": "codex_exec", "x-openai-subagent": "review"}, {"model": "m"}).role == "subagent"
     headers = {"x-claude-code-session-id": "s"}
     assert classify(headers, {"model": "claude-haiku-4-5", "messages": []}).role == "background"
@@ -99,3 +103,52 @@ def test_switch_model_names_mark_an_unnamed_caller_as_langchain_only() -> None:
     assert classify({"user-agent": "OpenAI/Python 2.3.0"}, plain).harness == "langchain"
     assert classify({"user-agent": "OpenAI/Python 2.3.0"}, {**plain, "model": "gpt-5.5"}).harness == "other"
     assert classify({"originator": "codex_exec"}, plain).harness == "codex"
+
+
+CODEX_HEADERS = {"originator": "codex_exec", "session-id": "s1", "thread-id": "s1"}
+
+
+def _metadata(**fields: object) -> str:
+    return json.dumps({"session_id": "s1", "thread_id": "s1", "agent_name": "/root", **fields})
+
+
+def test_codex_request_kind_and_parent_thread_come_from_its_turn_metadata() -> None:
+    ordinary = classify({**CODEX_HEADERS, "x-codex-turn-metadata": _metadata(request_kind="turn")}, {"model": "m"})
+    assert (ordinary.kind, ordinary.parent_agent_id, ordinary.role) == (None, None, "orchestrator")
+    compaction = classify(
+        {**CODEX_HEADERS, "x-codex-turn-metadata": _metadata(request_kind="compaction")}, {"model": "m"}
+    )
+    assert (compaction.kind, compaction.role) == ("compaction", "orchestrator")
+    # The body's client_metadata carries the same JSON when a header is lost on the way.
+    body = {"model": "m", "client_metadata": {"x-codex-turn-metadata": _metadata(request_kind="review")}}
+    assert classify(CODEX_HEADERS, body).kind == "review"
+    spawned = {
+        **CODEX_HEADERS,
+        "thread-id": "t2",
+        "x-openai-subagent": "collab_spawn",
+        "x-codex-turn-metadata": _metadata(thread_id="t2", parent_thread_id="s1", thread_source="subagent"),
+    }
+    child = classify(spawned, {"model": "m"})
+    assert (child.role, child.agent_id, child.parent_agent_id, child.kind) == ("subagent", "t2", "s1", None)
+    header_only = classify({**CODEX_HEADERS, "x-codex-parent-thread-id": "p9"}, {"model": "m"})
+    assert header_only.parent_agent_id == "p9"
+    # Only Codex's requests are read this way.
+    other = classify({"x-codex-turn-metadata": _metadata(request_kind="compaction")}, {"model": "m", "messages": []})
+    assert other.harness == "other" and other.kind is None
+
+
+@given(
+    metadata=st.one_of(
+        st.text(max_size=60),
+        st.dictionaries(
+            st.sampled_from(["request_kind", "parent_thread_id", "thread_source"]),
+            st.one_of(st.text(max_size=100), st.integers(), st.none(), st.lists(st.text(max_size=5), max_size=3)),
+        ).map(json.dumps),
+    ),
+    client=st.one_of(st.none(), st.text(max_size=10), st.dictionaries(st.text(max_size=30), st.text(max_size=30))),
+)
+def test_codex_metadata_of_any_shape_never_breaks_classification(metadata: str, client: object) -> None:
+    info = classify({**CODEX_HEADERS, "x-codex-turn-metadata": metadata}, {"model": "m", "client_metadata": client})
+    assert info.harness == "codex"
+    for recorded in (info.kind, info.parent_agent_id):
+        assert recorded is None or (isinstance(recorded, str) and 0 < len(recorded) <= 80 and "\n" not in recorded)

@@ -17,13 +17,24 @@ from .. import format as fmt
 _MONEY = {"cost_micros", "native_cost_micros", "cache_savings_micros"}
 _MS = {"ttft_ms", "duration_ms"}
 # Shown first, in the order of the Calls table; every other field follows in the ledger's order.
-FIRST = ("started_at", "harness", "role", "served_model", "cost_micros", "native_cost_micros")
+FIRST = (
+    "started_at",
+    "harness",
+    "role",
+    "request_kind",
+    "parent_agent_id",
+    "served_model",
+    "cost_micros",
+    "native_cost_micros",
+)
 # Ledger column → what people call it; any other column reads as its name with spaces.
 LABELS = {
     "id": "call",
     "started_at": "started",
     "session_id": "session",
     "agent_id": "agent",
+    "request_kind": "request kind",
+    "parent_agent_id": "parent agent",
     "requested_model": "requested model",
     "served_model": "served model",
     "inbound_api": "API called",

@@ -6,6 +6,9 @@ call outputs become tool results. Reasoning items carry our `encrypted_content` 
 the reasoning text is restored. `namespace` tools (and those in an `additional_tools` item) are
 flattened to `namespace__name`; hosted tools a chat model cannot run (web_search, …) are dropped.
 
+Codex's own items (compaction, agent_message) are read as `compaction` describes; any other input
+item type is noted there as uncarried (a 400 on every route but the native one), never skipped.
+
 Answers (`response_from_ir`) are built from the output items in `items`.
 """
 
@@ -48,6 +51,13 @@ from switch.protocols.ir import (
     ToolResultPart,
     ToolSpec,
     image_from_url,
+)
+from switch.protocols.openai_responses.compaction import (
+    COMPACTION_TRIGGER,
+    codex_item_message,
+    compaction_item,
+    summary_request,
+    summary_text,
 )
 from switch.protocols.openai_responses.items import call_item, message_item, reasoning_item, response_object, status_of
 from switch.protocols.structured import read_openai_format
@@ -194,7 +204,9 @@ def _call_part(item: dict[str, Any], kind: str, index: int) -> ToolCallPart:
     return ToolCallPart(call_id, flat, text or "", "custom", namespace)
 
 
-def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolSpec]) -> list[Message]:
+def _input_items(
+    raw_input: list[Any], system: list[TextPart], tools: list[ToolSpec], provider_data: dict[str, Any]
+) -> list[Message]:
     messages: list[Message] = []
     assistant: list[Part] = []
     outputs: list[Part] = []
@@ -237,8 +249,21 @@ def _input_items(raw_input: list[Any], system: list[TextPart], tools: list[ToolS
         if kind == "additional_tools":
             _tools(item.get("tools"), tools, f"input[{index}].tools")
             continue
+        if kind == "configuration_update":
+            continue  # Codex's per-turn settings echo (reasoning effort): the request's own fields carry them
+        if kind == "compaction_trigger":
+            provider_data[COMPACTION_TRIGGER] = True
+            continue
         if kind != "message":
-            continue  # item_reference, web_search_call and other hosted-tool items
+            # Codex's own items become user messages (a summary, multi-agent mail); any other is noted.
+            message = codex_item_message(item, kind, index, provider_data, _content_parts)
+            if message is not None:
+                if assistant:
+                    flush_assistant()
+                if outputs:
+                    flush_outputs()
+                messages.append(message)
+            continue
         role = item.get("role")
         if role not in _ROLES:
             raise not_one_of(f"input[{index}].role", "'user', 'assistant', 'system' or 'developer'", role)
@@ -287,14 +312,14 @@ def request_to_ir(body: Any) -> Request:
         system.append(TextPart(instructions))
     tools: list[ToolSpec] = []
     _tools(body.get("tools"), tools, "tools")
-    messages = _input_items(raw_input, system, tools)
+    provider_data: dict[str, Any] = {}
+    messages = _input_items(raw_input, system, tools, provider_data)
     reasoning_config = optional_dict(body, "reasoning")
     effort = reasoning_config.get("effort") if reasoning_config is not None else None
     if effort is not None and not isinstance(effort, str):
         raise wrong_type("reasoning.effort", "one of " + ", ".join(EFFORTS), effort)
     # An effort level this version does not know is left to the upstream's default.
     known_effort = EFFORTS.get(effort) if effort else None
-    provider_data: dict[str, Any] = {}
     previous = optional_str(body, "previous_response_id")
     if previous:
         provider_data["previous_response_id"] = previous
@@ -302,7 +327,7 @@ def request_to_ir(body: Any) -> Request:
         provider_data["store"] = False
     text_config = optional_dict(body, "text")
     output_format = read_openai_format(text_config.get("format"), "text.format", nested=False) if text_config else None
-    return Request(
+    request = Request(
         model=model,
         system=tuple(system),
         messages=tuple(messages),
@@ -319,6 +344,7 @@ def request_to_ir(body: Any) -> Request:
         output_format=output_format,
         provider_data=provider_data,
     )
+    return summary_request(request) if provider_data.get(COMPACTION_TRIGGER) else request
 
 
 # ---- IR → Responses (answers to the client) -----------------------------------------------------
@@ -330,6 +356,10 @@ def response_from_ir(
     """The Responses object for a complete IR response; `next_id` supplies fresh item ids."""
     index = ToolIndex.of(request.tools)
     output: list[dict[str, Any]] = []
+    if request.provider_data.get(COMPACTION_TRIGGER):
+        output.append(compaction_item("cmp_" + next_id(), summary_text(response.parts)))
+        usage = response.usage
+        return response_object(response_id, request, output, "completed", usage, created_at)
     for part in response.parts:
         if isinstance(part, ReasoningPart):
             if part.text:
