@@ -7,6 +7,8 @@
     subagent = "baseten/moonshotai/Kimi-K3"
     background = "baseten/moonshotai/Kimi-K3"
     fallback = ["native"]              # tried after a role's own targets
+    long_context = "baseten/moonshotai/Kimi-K3"   # optional: for a call its targets cannot hold
+                                       # (or a table per role: long_context = { orchestrator = "..." })
 
     [claude-code.families]             # optional: Claude model family → target
     haiku = "baseten/moonshotai/Kimi-K3"
@@ -61,6 +63,8 @@ class HarnessRoutes:
     roles: dict[str, tuple[str, ...]]
     fallback: tuple[str, ...] = ()
     families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    long_context: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per role: targets for a call whose prompt its own targets' windows cannot hold."""
     # True for a [default] the preset does not name: every role on config.toml's [defaults] model.
     from_defaults: bool = False
 
@@ -89,6 +93,22 @@ class Preset:
                 ordered.append(reference)
         return tuple(ordered)
 
+    def long_chain(self, harness: str, role: str, family: str | None = None) -> tuple[tuple[str, bool], ...]:
+        """`chain` with the role's `long_context` targets after its own, each marked True when it is one
+        (tried only for a call its own targets cannot hold)."""
+        routes = self.routes_for(harness)
+        own = routes.families.get(family or "") or routes.roles.get(role) or routes.roles["orchestrator"]
+        seen: set[str] = set()
+        ordered: list[tuple[str, bool]] = []
+        marked = [(reference, False) for reference in own]
+        marked += [(reference, True) for reference in routes.long_context.get(role, ())]
+        marked += [(reference, False) for reference in routes.fallback]
+        for reference, is_long in marked:
+            if reference not in seen:
+                seen.add(reference)
+                ordered.append((reference, is_long))
+        return tuple(ordered)
+
     def options(self, reference: str) -> TargetOptions:
         """The options for one target."""
         return self.targets.get(reference, _DEFAULT_OPTIONS)
@@ -114,6 +134,20 @@ def _references(value: Any, where: str, path: Path, providers: set[str]) -> tupl
     return tuple(values)
 
 
+def _long_context(table: dict[str, Any], section: str, path: Path, providers: set[str]) -> dict[str, tuple[str, ...]]:
+    """A section's `long_context`: one target (or list) for every role, or a table of them per role."""
+    value = table.get("long_context")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        every = _references(value, f"{section}.long_context", path, providers)
+        return dict.fromkeys(ROLES, every)
+    for role in value:
+        if role not in ROLES:
+            raise PresetError(f"{path}: unknown key '{section}.long_context.{role}' (allowed: {', '.join(ROLES)})")
+    return {role: _references(value[role], f"{section}.long_context.{role}", path, providers) for role in value}
+
+
 def _defaults_routes(model: str) -> HarnessRoutes:
     return HarnessRoutes({role: (model,) for role in ROLES}, from_defaults=True)
 
@@ -133,7 +167,7 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
             continue
         if not isinstance(table, dict):
             raise PresetError(f"{where_file}: key '{section}': expected a table")
-        allowed = {*ROLES, "fallback", "families"}
+        allowed = {*ROLES, "fallback", "families", "long_context"}
         for key in table:
             if key not in allowed:
                 raise PresetError(
@@ -161,7 +195,9 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
                     f"{where_file}: unknown key '{section}.families.{family}' (allowed: {', '.join(FAMILIES)})"
                 )
             families[family] = _references(value, f"{section}.families.{family}", where_file, providers)
-        sections[section] = HarnessRoutes(roles, fallback, families)
+        sections[section] = HarnessRoutes(
+            roles, fallback, families, _long_context(table, section, where_file, providers)
+        )
     sections.setdefault("default", _defaults_routes(default_model))
     targets: dict[str, TargetOptions] = {}
     raw_targets = raw.get("targets", {})
