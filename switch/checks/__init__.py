@@ -23,7 +23,7 @@ from switch.checks.presets import (
     target_option_checks,
 )
 from switch.checks.probes import probe_native, probe_targets
-from switch.checks.wiring import toml_table, wiring_checks
+from switch.checks.wiring import toml_table, window_checks, wiring_checks
 
 
 def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
@@ -263,6 +263,8 @@ def diagnose(probe: bool = False) -> list[Check]:
 
         results.append(team_check())
     results.extend(wiring_checks(state))
+    if preset is not None:
+        results.extend(window_checks(preset, settings))
     results.extend(budget_checks(settings, state.health))
     if preset is not None:
         results.extend(forced_role_checks(preset))

@@ -21,6 +21,8 @@ def preset_targets(preset: Preset) -> set[str]:
             targets.update(preset.chain(harness, role))
         for family in routes.families:
             targets.update(preset.chain(harness, "orchestrator", family))
+        for long_targets in routes.long_context.values():
+            targets.update(long_targets)
     return targets
 
 

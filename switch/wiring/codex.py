@@ -17,8 +17,11 @@ def codex_config_path() -> Path:
     return (Path(base).expanduser() if base else Path.home() / ".codex") / "config.toml"
 
 
-def codex_tables(port: int, model: str = "gpt-5.5") -> dict[tuple[str, ...], dict[str, Any]]:
-    """The provider and profile that send `codex --profile switch` through the proxy."""
+def codex_tables(
+    port: int, model: str = "gpt-5.5", window_keys: dict[str, int] | None = None
+) -> dict[tuple[str, ...], dict[str, Any]]:
+    """The provider and profile that send `codex --profile switch` through the proxy; `window_keys` are the
+    profile keys for the served model's window (`switch.wiring.windows.codex_window_keys`)."""
     return {
         ("model_providers", "switch"): {
             "name": "switch",
@@ -26,17 +29,17 @@ def codex_tables(port: int, model: str = "gpt-5.5") -> dict[tuple[str, ...], dic
             "wire_api": "responses",
             "requires_openai_auth": False,
         },
-        ("profiles", "switch"): {"model_provider": "switch", "model": model},
+        ("profiles", "switch"): {"model_provider": "switch", "model": model, **(window_keys or {})},
     }
 
 
-def codex_launch_overrides(port: int) -> list[str]:
+def codex_launch_overrides(port: int, window_keys: dict[str, int] | None = None) -> list[str]:
     """`-c` arguments giving one Codex launch exactly the model and provider of the `switch` profile.
 
     The profile's model matters, not only its provider: Codex picks the tools it offers by model, and its
     default model offers a JavaScript "code mode" tool that other providers' models handle badly.
     """
-    tables = codex_tables(port)
+    tables = codex_tables(port, window_keys=window_keys)
     arguments: list[str] = []
     for path, table in tables.items():
         # The profile's keys apply at the top level: `run` launches without `--profile`.
@@ -67,12 +70,15 @@ def codex_user_notify() -> list[str] | None:
     return [str(part) for part in unwrapped] if isinstance(unwrapped, list) else None
 
 
-def codex_on(port: int, notify: bool = True) -> tuple[Path, bool]:
+def codex_on(port: int, notify: bool = True, window_keys: dict[str, int] | None = None) -> tuple[Path, bool]:
     """Add the `switch` provider and profile to Codex's config.toml (idempotent) and, unless told not to or
     the user has their own, the per-turn `notify` summary; returns the file and whether a user's notify
     program was left in place."""
     path, kept = toml_on(
-        "codex", codex_config_path(), codex_tables(port), {"notify": codex_notify_argv()} if notify else {}
+        "codex",
+        codex_config_path(),
+        codex_tables(port, window_keys=window_keys),
+        {"notify": codex_notify_argv()} if notify else {},
     )
     return path, "notify" in kept
 
