@@ -17,6 +17,7 @@ from switch.checks.base import Check, PresetStatus, ProxyState, check
 from switch.checks.budgets import budget_checks
 from switch.checks.presets import (
     forced_role_checks,
+    limit_checks,
     other_preset_checks,
     preset_fix,
     preset_targets,
@@ -246,6 +247,7 @@ def diagnose(probe: bool = False) -> list[Check]:
             results.append(check("preset", False, exc.message, preset_fix(exc.message)))
     if preset is not None:
         results.extend(target_option_checks(preset, providers))
+        results.extend(limit_checks(preset, settings))
     results.extend(other_preset_checks(name, providers, settings.defaults.model))
     targets = preset_targets(preset) if preset is not None else set()
     # An unknown provider is reported where it is named (config, preset); no key can fix it.

@@ -64,14 +64,20 @@ def _refuse_broken_active(active: str | None, rows: list[dict[str, Any]]) -> Non
 
 
 def _describe(preset: Any) -> dict[str, Any]:
+    from switch.checks.presets import preset_targets
+    from switch.config import litellm_names
+    from switch.ledger.limits import limit_table
     from switch.routing.classify import ROLES
 
+    settings = _settings()
+    limits = limit_table(settings.models, litellm_names(settings))
     harnesses: dict[str, Any] = {}
     for harness, routes in preset.sections.items():
         harnesses[harness] = {
             **{role: list(preset.chain(harness, role)) for role in ROLES},
             "fallback": list(routes.fallback),
             "families": {family: list(chain) for family, chain in routes.families.items()},
+            "long_context": {role: list(chain) for role, chain in routes.long_context.items()},
             "from_defaults": routes.from_defaults,
         }
     return {
@@ -82,6 +88,11 @@ def _describe(preset: Any) -> dict[str, Any]:
         "targets": {
             reference: {"reasoning": options.reasoning, "max_output_tokens": options.max_output_tokens}
             for reference, options in preset.targets.items()
+        },
+        "limits": {
+            reference: limits.of(reference).describe() | {"text": limits.of(reference).summary()}
+            for reference in sorted(preset_targets(preset))
+            if reference != "native"
         },
     }
 
@@ -152,6 +163,12 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"    {role:<13} {' → '.join(routes[role])}")
             for family, chain in routes["families"].items():
                 typer.echo(f"    {family:<13} {' → '.join(chain)}")
+            for role, chain in routes["long_context"].items():
+                typer.echo(f"    {role:<13} long context: {' → '.join(chain)}")
+        if described["limits"]:
+            typer.echo("  windows:")
+            for reference, found in described["limits"].items():
+                typer.echo(f"    {reference}: {found['text']}")
 
     app.add_typer(presets_app, name="presets")
 

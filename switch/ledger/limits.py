@@ -38,6 +38,24 @@ class ModelLimits:
             "max_output_tokens_source": self.output_source,
         }
 
+    def summary(self) -> str:
+        """One line for people: the window and the output limit, each with its source, or that it is unknown."""
+        window = f"{self.context_window} tokens" if self.context_window else "unknown (not enforced)"
+        output = f"{self.output_limit} tokens" if self.output_limit else "unknown (not enforced)"
+        if self.window_source == self.output_source:
+            return f"context window {window}, output limit {output}{_source(self.window_source)}"
+        return (
+            f"context window {window}{_source(self.window_source)}, output limit {output}{_source(self.output_source)}"
+        )
+
+
+def _source(source: str | None) -> str:
+    if source is None:
+        return ""
+    kind, _sep, key = source.partition(":")
+    names = {"litellm": "LiteLLM model table", "switch": "switch additions", "config": "config.toml [models]"}
+    return f" ({names.get(kind, kind)}: {key})"
+
 
 UNKNOWN = ModelLimits()
 

@@ -226,3 +226,24 @@ def test_any_table_entry_gives_positive_whole_limits_or_unknown(entries: dict[st
         if isinstance(entry, dict) and type(entry["max_input_tokens"]) is int and entry["max_input_tokens"] > 0:
             if key and "/" not in key and key.lower() == key and entry["max_input_tokens"] < 10**12:
                 assert found.context_window == entry["max_input_tokens"]
+
+
+def test_prices_presets_show_and_doctor_show_the_limits(user: dict[str, Path]) -> None:
+    (user["home"] / "config.toml").write_text(
+        CONFIG + '[models."zai/mine"]\ncontext_window = 65536\n', encoding="utf-8"
+    )
+    shown = invoke("prices", "zai/glm-4.5")
+    assert "context window 128000 tokens, output limit 32000 tokens (LiteLLM model table: zai/glm-4.5)" in shown
+    unknown = invoke("prices", "zai/nothing-known")
+    assert "context window unknown (not enforced), output limit unknown (not enforced)" in unknown
+    (user["home"] / "presets" / "small.toml").write_text(SMALL + 'long_context = "zai/mine"\n', encoding="utf-8")
+    described = json.loads(invoke("presets", "show", "small", "--json"))
+    assert described["limits"]["zai/glm-4.5"]["context_window"] == 128000
+    assert described["limits"]["zai/mine"]["context_window_source"] == "config:zai/mine"
+    assert described["routes"]["default"]["long_context"]["orchestrator"] == ["zai/mine"]
+    text = invoke("presets", "show", "small")
+    assert "long context: zai/mine" in text and "zai/mine: context window 65536 tokens" in text
+    invoke("use", "small")
+    report = doctor()
+    assert "context window 128000 tokens" in report["limits:zai/glm-4.5"]["detail"]
+    assert "output limit unknown" in report["limits:zai/mine"]["detail"]
