@@ -217,7 +217,7 @@ def register(app: typer.Typer) -> None:
             candidates = result["candidates"]
             if not candidates:
                 typer.echo(f'{result["model"]}: unpriced (add [prices."{result["model"]}"] to config.toml)')
-                if "/" in result["model"]:
+                if result["limits"]["context_window"] or result["limits"]["max_output_tokens"]:
                     typer.echo(f"  {limits.of(result['model']).summary()}")
                 if result["suggestions"]:
                     typer.echo(

@@ -230,12 +230,14 @@ def test_any_table_entry_gives_positive_whole_limits_or_unknown(entries: dict[st
 
 def test_prices_presets_show_and_doctor_show_the_limits(user: dict[str, Path]) -> None:
     (user["home"] / "config.toml").write_text(
-        CONFIG + '[models."zai/mine"]\ncontext_window = 65536\n', encoding="utf-8"
+        CONFIG + '[models."zai/mine"]\ncontext_window = 65536\n[prices."zai/priced"]\ninput = 1\noutput = 2\n',
+        encoding="utf-8",
     )
     shown = invoke("prices", "zai/glm-4.5")
     assert "context window 128000 tokens, output limit 32000 tokens (LiteLLM model table: zai/glm-4.5)" in shown
-    unknown = invoke("prices", "zai/nothing-known")
+    unknown = invoke("prices", "zai/priced")
     assert "context window unknown (not enforced), output limit unknown (not enforced)" in unknown
+    assert json.loads(invoke("prices", "zai/priced", "--json"))[0]["limits"]["context_window"] is None
     (user["home"] / "presets" / "small.toml").write_text(SMALL + 'long_context = "zai/mine"\n', encoding="utf-8")
     described = json.loads(invoke("presets", "show", "small", "--json"))
     assert described["limits"]["zai/glm-4.5"]["context_window"] == 128000
