@@ -279,10 +279,13 @@ class Relay:
         first = skipped or (self._resolve(candidates[0][0], inbound) if candidates else None)
         refused = replace(meter, target=first, attempt=0, trigger=None, usage=Usage())
         call.meter = refused
-        exchange.route = f"{preset.name}; role={info.role}; model={first.reference if first else 'none'}".encode()
+        exchange.route = f"{preset.name}; role={info.role}; model=none".encode()
         attempt = Attempt(exchange, inbound, refused, request_id, False, fallback_on, room.estimate)
         detail = "no target of this route has a context window that holds it"
-        await fail(attempt, overflow_failure(attempt, last_overflow.overflow if last_overflow else None, detail))
+        failure = overflow_failure(attempt, last_overflow.overflow if last_overflow else None, detail)
+        # Refused by switch, before any provider: no model served it and it cost nothing (as a 400 or 413 does).
+        refused.target = None
+        await fail(attempt, failure)
 
     async def _read_request(self, exchange: Exchange, inbound: InboundApi, meter: Meter) -> _Parsed | Rejection:
         """Read, classify and parse the client's body; what it tells goes on `meter` even if it is rejected."""

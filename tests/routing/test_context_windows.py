@@ -242,8 +242,16 @@ def test_no_target_holds_the_prompt_refused_without_calling_any_upstream(windows
     assert small.received == [] and large.received == []
     message = caught.value.message
     assert "prompt is too long: " in message and " tokens > 128000 maximum" in message
+    assert caught.value.response.headers["x-switch-route"] == "test; role=orchestrator; model=none"
     record = proxy.sink.wait(1)[0]
-    assert (record.outcome, record.http_status, record.served_model) == ("context_overflow", 400, "glm-4.5")
+    # Refused before any provider, like a 400 or 413 of switch's own: no model, no cost.
+    assert (record.outcome, record.http_status, record.provider, record.served_model) == (
+        "context_overflow",
+        400,
+        "",
+        "",
+    )
+    assert record.input_tokens == 0 and record.error is not None and "no target of this route" in record.error
 
 
 def test_an_upstream_refusing_the_prompt_hands_it_to_a_larger_window(windows: Callable[..., Proxy]) -> None:
