@@ -71,8 +71,9 @@ class Attempt:
     fallback_on: Collection[str]
     input_estimate: int = 0
     """switch's estimate of the prompt's tokens, where the relay made one (0: none made)."""
-    can_outgrow: bool = False
-    """Whether a later target might hold a prompt this one refuses as too long (a larger or unknown window)."""
+    can_outgrow: Callable[[], bool] = lambda: False
+    """Whether a later target might hold a prompt this one refuses as too long (a larger or unknown window);
+    asked only when one does."""
 
     def prompt_estimate(self) -> int:
         """The prompt's estimated tokens: the relay's estimate, else the body's bytes over four."""
@@ -217,7 +218,7 @@ async def send_overflow(attempt: Attempt, failure: Failure) -> None:
 
 async def fail(attempt: Attempt, failure: Failure) -> Failure | None:
     """Record a failed attempt; answer the client unless the next target may serve instead."""
-    movable = attempt.can_outgrow if failure.trigger == "context_window" else attempt.can_fall_back
+    movable = attempt.can_outgrow() if failure.trigger == "context_window" else attempt.can_fall_back
     if movable and failure.trigger in attempt.fallback_on:
         log.info("falling back after %s: %s", failure.trigger, failure.message)
         attempt.meter.finish(failure.outcome, failure.message, status=failure.status)

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from switch.config import Settings, litellm_names
@@ -60,6 +61,10 @@ class _Call:
     """The meter of the attempt in progress, where the safety net in `Relay.handle` can find it."""
 
     meter: Meter
+
+
+def _can_outgrow(room: Room, later: tuple[tuple[str, bool], ...], current: Target) -> bool:
+    return room.fallback and any(room.may_outgrow(reference, current) for reference, _is_long in later)
 
 
 def _with_options(request: Request, options: TargetOptions) -> Request:
@@ -116,6 +121,8 @@ class Relay:
         self.passthrough = PassThroughPath(settings, pool)
         self.litellm = LiteLLMPath(self.translated, self.keys, self.reasoning)
         self._targets: dict[tuple[str, str], Target] = {}
+        self._smallest: dict[tuple[str, tuple[tuple[str, bool], ...]], int | None] = {}
+        """Per inbound API and route: the smallest known window on it (see `Room.size_up`)."""
         self.limits = limit_table(settings.models, litellm_names(settings))
         self.budgets: BudgetGate | None = None
         if uses_litellm(settings):
@@ -128,6 +135,7 @@ class Relay:
         self.passthrough.settings = settings
         # Targets resolved from the old providers (base_url, api, key variable) must not outlive them.
         self._targets = {}
+        self._smallest = {}
         self.limits = limit_table(settings.models, litellm_names(settings))
         if uses_litellm(settings):
             LOADER.warm()
@@ -215,7 +223,10 @@ class Relay:
             len(exchange.body),
             "context_window" in fallback_on,
         )
-        room.size_up([reference for reference, _is_long in candidates])
+        route = (inbound.name, candidates)
+        if route not in self._smallest:
+            self._smallest[route] = room.smallest_window(tuple(ref for ref, _long in candidates))
+        room.size_up(self._smallest[route])
         trigger: str | None = None
         skipped: Target | None = None
         last_overflow: Failure | None = None
@@ -253,8 +264,7 @@ class Relay:
             )
             attempt = Attempt(exchange, inbound, attempt_meter, request_id, bool(later), fallback_on, room.estimate)
             # A target refusing the prompt as too long outgrows the role's own: long_context ones count too.
-            rest = [ref for ref, _long in candidates[number + 1 :]]
-            attempt.can_outgrow = room.fallback and any(room.may_outgrow(ref, target) for ref in rest)
+            attempt.can_outgrow = partial(_can_outgrow, room, candidates[number + 1 :], target)
             if target.native and target.api == inbound.name:
                 served = self.passthrough.serve(attempt, target, parsed.body)
             elif target.api == "litellm":

@@ -62,12 +62,14 @@ class Room:
         except RoutingError:
             return None  # reported when the loop reaches it
 
-    def size_up(self, references: list[str]) -> None:
-        """Estimate the prompt when some target's window is small enough for it to matter."""
-        if not self.fallback:
-            return
+    def smallest_window(self, references: tuple[str, ...]) -> int | None:
+        """The smallest known window among `references` (the relay keeps it per route: see `size_up`)."""
         windows = [window for window in map(self._window, references) if window is not None]
-        if windows and self.body_bytes >= min(windows):
+        return min(windows) if windows else None
+
+    def size_up(self, smallest_window: int | None) -> None:
+        """Estimate the prompt when the route's smallest known window is small enough for it to matter."""
+        if self.fallback and smallest_window is not None and self.body_bytes >= smallest_window:
             self.estimate = estimate_input_tokens(self.request)
             self.needed = self.estimate
 
@@ -80,8 +82,10 @@ class Room:
         """Whether a later target of the route could serve the call, were this one to fail."""
         if is_long and not self.outgrown:
             return False
+        if not self.fallback or not self.needed:
+            return True
         window = self._window(reference)
-        return not self.fallback or window is None or not self.needed or window >= self.needed
+        return window is None or window >= self.needed
 
     def may_outgrow(self, reference: str, current: Target) -> bool:
         """Whether a later target might hold a prompt `current` refused as too long (a larger or unknown window)."""

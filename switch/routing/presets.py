@@ -78,6 +78,9 @@ class Preset:
     description: str
     sections: dict[str, HarnessRoutes]
     targets: dict[str, TargetOptions]
+    _long_chains: dict[tuple[str, str, str | None], tuple[tuple[str, bool], ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def routes_for(self, harness: str) -> HarnessRoutes:
         """The section for `harness`, else `default`."""
@@ -95,7 +98,14 @@ class Preset:
 
     def long_chain(self, harness: str, role: str, family: str | None = None) -> tuple[tuple[str, bool], ...]:
         """`chain` with the role's `long_context` targets after its own, each marked True when it is one
-        (tried only for a call its own targets cannot hold)."""
+        (tried only for a call its own targets cannot hold). Kept once worked out: it is asked for every call."""
+        key = (harness, role, family)
+        found = self._long_chains.get(key)
+        if found is None:
+            found = self._long_chains[key] = self._long_chain(harness, role, family)
+        return found
+
+    def _long_chain(self, harness: str, role: str, family: str | None) -> tuple[tuple[str, bool], ...]:
         routes = self.routes_for(harness)
         own = routes.families.get(family or "") or routes.roles.get(role) or routes.roles["orchestrator"]
         seen: set[str] = set()
