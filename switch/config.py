@@ -19,7 +19,8 @@ api_key_env = "GEMINI_API_KEY"
 # base_url = "http://127.0.0.1:8080"   # optional; passed to LiteLLM as api_base
 
 [models."baseten/moonshotai/Kimi-K3"]   # per-model knobs, all optional
-max_output_tokens = 262144
+max_output_tokens = 262144               # else LiteLLM's table; unknown: no limit enforced
+context_window = 1048576                 # else LiteLLM's max_input_tokens
 effort_levels = ["low", "high", "max"]
 """
 
@@ -39,8 +40,8 @@ from switch.team.config import Team
 
 Api = Literal["openai-chat", "anthropic", "openai-responses", "litellm"]
 APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses", "litellm")
-FallbackTrigger = Literal["connect", "timeout", "5xx", "429", "no_key"]
-FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = ("connect", "timeout", "5xx", "429", "no_key")
+FallbackTrigger = Literal["connect", "timeout", "5xx", "429", "no_key", "context_window"]
+FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = ("connect", "timeout", "5xx", "429", "no_key", "context_window")
 NATIVE = "native"
 
 
@@ -94,8 +95,11 @@ class ModelSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_output_tokens: int | None = None
-    """Output cap; larger requests are clamped to it."""
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    """Output limit; larger requests are clamped to it (overrides LiteLLM's `max_output_tokens`)."""
+    context_window: int | None = Field(default=None, gt=0)
+    """Context window in tokens (overrides LiteLLM's `max_input_tokens`): what the harness is told, and
+    what decides when a call needs a `long_context` target."""
     effort_levels: list[str] | None = None
     """Reasoning effort values the model accepts, lowest first."""
     fixed_sampling: bool | None = None

@@ -165,7 +165,9 @@ class FakeChatUpstream:
     """The ASGI app. Queue answers with `script`; unscripted calls get a short text answer."""
 
     def __init__(
-        self, require_reasoning_on_tool_turns: bool = True, responder: Callable[[dict[str, Any]], Turn] | None = None
+        self,
+        require_reasoning_on_tool_turns: bool = True,
+        responder: Callable[[dict[str, Any]], Turn | Reply] | None = None,
     ) -> None:
         self.responder = responder
         self.queue: list[Turn | Reply] = []

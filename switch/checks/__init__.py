@@ -17,6 +17,7 @@ from switch.checks.base import Check, PresetStatus, ProxyState, check
 from switch.checks.budgets import budget_checks
 from switch.checks.presets import (
     forced_role_checks,
+    limit_checks,
     other_preset_checks,
     preset_fix,
     preset_targets,
@@ -24,7 +25,7 @@ from switch.checks.presets import (
 )
 from switch.checks.probes import probe_native, probe_targets
 from switch.checks.service import service_check
-from switch.checks.wiring import codex_login_check, toml_table, wiring_checks
+from switch.checks.wiring import codex_login_check, toml_table, window_checks, wiring_checks
 
 
 def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
@@ -267,6 +268,7 @@ def diagnose(probe: bool = False) -> list[Check]:
             results.append(check("preset", False, exc.message, preset_fix(exc.message)))
     if preset is not None:
         results.extend(target_option_checks(preset, providers))
+        results.extend(limit_checks(preset, settings))
     results.extend(other_preset_checks(name, providers, settings.defaults.model))
     targets = preset_targets(preset) if preset is not None else set()
     # An unknown provider is reported where it is named (config, preset); no key can fix it.
@@ -297,6 +299,8 @@ def diagnose(probe: bool = False) -> list[Check]:
         login = codex_login_check(native)
         if login is not None:
             results.append(login)
+    if preset is not None:
+        results.extend(window_checks(preset, settings))
     results.extend(budget_checks(settings, state.health))
     if preset is not None:
         results.extend(forced_role_checks(preset))

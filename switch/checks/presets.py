@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from switch.config import Settings
     from switch.routing.presets import Preset
 
 from switch.checks.base import Check, check
@@ -24,7 +25,25 @@ def preset_targets(preset: Preset) -> set[str]:
             targets.update(preset.chain(harness, "orchestrator", family))
         for kind in KINDS:
             targets.update(preset.chain(harness, "orchestrator", kind=kind))
+        for long_targets in routes.long_context.values():
+            targets.update(long_targets)
     return targets
+
+
+def limit_checks(preset: Preset, settings: Settings) -> list[Check]:
+    """Each target's context window and output limit, as switch knows them (an unknown window is never enforced)."""
+    from switch.config import NATIVE, litellm_names
+    from switch.ledger.limits import limit_table
+
+    limits = limit_table(settings.models, litellm_names(settings))
+    results: list[Check] = []
+    for reference in sorted(preset_targets(preset) - {NATIVE}):
+        found = limits.of(reference)
+        detail = found.summary()
+        if found.context_window is None:
+            detail += f'; set [models."{reference}"] context_window in config.toml to route and compact by it'
+        results.append(check(f"limits:{reference}", True, detail))
+    return results
 
 
 def preset_fix(message: str) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    pass
+    from switch.config import Settings
+    from switch.routing.presets import Preset
 
 from switch.checks.base import Check, ProxyState, check
 
@@ -106,6 +107,40 @@ def codex_profile_check() -> Check:
         f"{path} holds {' and '.join(found)}: Codex 0.171 refuses to start `codex --profile switch` with it",
         f"switch codex on (moves it into {wiring.codex_profile_path()}; `switch codex off` restores the file)",
     )
+
+
+def window_checks(preset: Preset, settings: Settings) -> list[Check]:
+    """Whether what `claude on` told Claude Code about its model's window still matches the active preset."""
+    from switch import wiring
+    from switch.config import litellm_names
+    from switch.ledger.limits import limit_table
+    from switch.wiring import windows
+    from switch.wiring.records import load_record
+
+    record = load_record("claude")
+    if record is None or wiring.state("claude") != "on":
+        return []
+    served = windows.served_window(preset, "claude-code", limit_table(settings.models, litellm_names(settings)))
+    wanted = windows.claude_window_env(served)
+    values = record.get("values", {})
+    wired = {key: values[key] for key in windows.CLAUDE_WINDOW_VARIABLES if key in values}
+    path = record.get("path", "settings.json")
+    if wired == wanted:
+        if served is None:
+            return [check("window:claude", True, "Claude Code sizes its context itself (native orchestrator)")]
+        window = served.context_window
+        said = f"knows its window: {window} tokens" if window else "has no window to be told (unknown)"
+        return [check("window:claude", True, f"Claude Code {said} ({served.reference})")]
+    told = wired.get("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+    now = (
+        "a native orchestrator (Claude Code knows its window)"
+        if served is None
+        else f"{served.reference}, whose window is {served.context_window or 'unknown'} tokens"
+    )
+    detail = (
+        f"{path} sets CLAUDE_CODE_AUTO_COMPACT_WINDOW = {told}" if told else f"{path} sets no context window"
+    ) + f", but preset '{preset.name}' now serves Claude Code's orchestrator with {now}"
+    return [check("window:claude", False, detail, "switch claude on")]
 
 
 def wired_models() -> list[tuple[str, str, Path, str, str]]:

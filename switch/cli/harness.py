@@ -40,11 +40,13 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
         if action == "on":
             port = _port()
             if harness == "claude":
-                path, statusline = wiring.claude_on(port, summary)
+                served = _served_window("claude-code")
+                path, statusline = wiring.claude_on(port, summary, _claude_model_env(served))
                 typer.echo(f"claude: on ({path}). Claude Code now talks to switch; start it as usual (`claude`).")
                 typer.echo(_statusline_note(statusline))
+                typer.echo(_window_note(served))
             elif harness == "codex":
-                path, profile, migrated = wiring.codex_on(port, summary)
+                path, profile, migrated = wiring.codex_on(port, summary, _codex_window_keys())
                 typer.echo(f"codex: on ({path}: the `switch` provider; {profile}: the `switch` profile).")
                 if migrated:
                     typer.echo(
@@ -80,6 +82,43 @@ def _warn_if_nothing_answers(harness: str, port: int) -> None:
     # A socket-activated service starts the proxy on this very probe: give it time to come up.
     if daemon.healthy(port, timeout=5.0 if read_record() is not None else 0.5) is None:
         typer.echo(f"warning: {nothing_answers(harness, port)}. Fix: {START_FIX}.")
+
+
+def _served_window(section: str) -> Any:
+    """The active preset's orchestrator target for a harness section and its model's limits (None: native)."""
+    from switch.wiring import windows
+
+    return windows.active_window(section)
+
+
+def _claude_model_env(served: Any) -> dict[str, str]:
+    """The settings switch owns for Claude Code from the model serving its main thread (see wiring.windows)."""
+    from switch.wiring import windows
+
+    return windows.claude_window_env(served)
+
+
+def _codex_window_keys() -> dict[str, int]:
+    """The Codex profile keys switch owns from the model serving Codex's main thread (see wiring.windows)."""
+    from switch.wiring import windows
+
+    return windows.codex_window_keys(windows.active_window("codex"))
+
+
+def _window_note(served: Any) -> str:
+    if served is None:
+        return "Context window: the orchestrator is native, so Claude Code sizes its context itself."
+    if served.context_window is None:
+        return (
+            f"Context window: unknown for {served.reference} (Claude Code assumes ~1M tokens); set "
+            f'[models."{served.reference}"] context_window in config.toml and run `switch claude on` again.'
+        )
+    env = _claude_model_env(served)
+    settings = ", ".join(f"{key}={value}" for key, value in env.items())
+    return (
+        f"Context window: {served.context_window} tokens ({served.reference}): set {settings}, so Claude Code "
+        "compacts before the model's window is full. After `switch use`, run `switch claude on` again."
+    )
 
 
 def _statusline_note(outcome: str) -> str:
@@ -119,7 +158,7 @@ def _claude_launch_settings(port: int, statusline: bool) -> dict[str, Any]:
     """`--settings` for one launch: the proxy, and switch's status line unless the user has their own."""
     from switch import wiring
 
-    settings: dict[str, Any] = {"env": wiring.claude_env(port)}
+    settings: dict[str, Any] = {"env": {**wiring.claude_env(port), **_claude_model_env(_served_window("claude-code"))}}
     if statusline:
         try:
             user = json.loads(wiring.claude_settings_path().read_text(encoding="utf-8"))
@@ -375,7 +414,7 @@ def register(app: typer.Typer) -> None:
             command += ["--settings", json.dumps(_claude_launch_settings(port, not no_summary))]
         elif harness == "codex":
             # The user's own `-m` / `-c` come after these in ctx.args, so they win.
-            command += wiring.codex_launch_overrides(port)
+            command += wiring.codex_launch_overrides(port, _codex_window_keys())
             if not no_summary:  # for this launch only; the user's own notify program still runs after it
                 command += ["-c", "notify=" + json.dumps(wiring.codex_notify_argv(wiring.codex_user_notify()))]
         else:

@@ -206,10 +206,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The price that applies to a model, and where it comes from."""
         from switch.config import litellm_names, load_settings
+        from switch.ledger.limits import limit_table
         from switch.ledger.pricing import SOURCE_NAMES, PriceTable
 
         settings = load_settings()
         table = PriceTable(settings.prices, litellm_names(settings))
+        limits = limit_table(settings.models, litellm_names(settings))
         references = (
             [model] if model else sorted({settings.defaults.model, "anthropic/claude-opus-5-5", "openai/gpt-5.5"})
         )
@@ -221,6 +223,8 @@ def register(app: typer.Typer) -> None:
                     "price": found.price.per_million(),
                     "source": found.price.source,
                     "source_name": SOURCE_NAMES.get(found.price.source.split(":", 1)[0]),
+                    "limits": limits.of(found.reference).describe(),
+                    "limits_text": limits.of(found.reference).summary(),
                 }
                 for found in table.resolve(reference, settings.providers)
             ]
@@ -236,6 +240,7 @@ def register(app: typer.Typer) -> None:
                     "candidates": candidates,
                     # Another provider's price for the same model is only ever offered, never applied.
                     "suggestions": [] if candidates else table.suggestions(reference),
+                    "limits": limits.of(str(only["model"]) if only else reference).describe(),
                 }
             )
         if as_json:
@@ -245,6 +250,8 @@ def register(app: typer.Typer) -> None:
             candidates = result["candidates"]
             if not candidates:
                 typer.echo(f'{result["model"]}: unpriced (add [prices."{result["model"]}"] to config.toml)')
+                if result["limits"]["context_window"] or result["limits"]["max_output_tokens"]:
+                    typer.echo(f"  {limits.of(result['model']).summary()}")
                 if result["suggestions"]:
                     typer.echo(
                         "  other providers price the same model name (not applied; prices differ between providers): "
@@ -255,10 +262,12 @@ def register(app: typer.Typer) -> None:
                 if result["resolved"] != shown:
                     shown += f" ({result['resolved']})"
                 typer.echo(f"{shown}: {_price_text(candidates[0])}")
+                typer.echo(f"  {candidates[0]['limits_text']}")
             else:
                 typer.echo(f"{result['model']} is served by {len(candidates)} providers; name one as provider/model:")
                 for candidate in candidates:
                     typer.echo(f"  {candidate['model']}: {_price_text(candidate)}")
+                    typer.echo(f"    {candidate['limits_text']}")
 
 
 def _price_text(candidate: dict[str, Any]) -> str:

@@ -64,9 +64,14 @@ def _refuse_broken_active(active: str | None, rows: list[dict[str, Any]]) -> Non
 
 
 def _describe(preset: Any) -> dict[str, Any]:
+    from switch.checks.presets import preset_targets
+    from switch.config import litellm_names
+    from switch.ledger.limits import limit_table
     from switch.routing.classify import ROLES
     from switch.routing.presets import KINDS
 
+    settings = _settings()
+    limits = limit_table(settings.models, litellm_names(settings))
     harnesses: dict[str, Any] = {}
     for harness, routes in preset.sections.items():
         harnesses[harness] = {
@@ -76,6 +81,7 @@ def _describe(preset: Any) -> dict[str, Any]:
             "kinds_named": sorted(routes.kinds),
             "fallback": list(routes.fallback),
             "families": {family: list(chain) for family, chain in routes.families.items()},
+            "long_context": {role: list(chain) for role, chain in routes.long_context.items()},
             "from_defaults": routes.from_defaults,
         }
     return {
@@ -86,6 +92,11 @@ def _describe(preset: Any) -> dict[str, Any]:
         "targets": {
             reference: {"reasoning": options.reasoning, "max_output_tokens": options.max_output_tokens}
             for reference, options in preset.targets.items()
+        },
+        "limits": {
+            reference: limits.of(reference).describe() | {"text": limits.of(reference).summary()}
+            for reference in sorted(preset_targets(preset))
+            if reference != "native"
         },
     }
 
@@ -159,6 +170,12 @@ def register(app: typer.Typer) -> None:
             for kind, chain in routes["kinds"].items():
                 how = "" if kind in routes["kinds_named"] else "  (as the orchestrator: keeps its cache)"
                 typer.echo(f"    {kind:<13} {' → '.join(chain)}{how}")
+            for role, chain in routes["long_context"].items():
+                typer.echo(f"    {role:<13} long context: {' → '.join(chain)}")
+        if described["limits"]:
+            typer.echo("  windows:")
+            for reference, found in described["limits"].items():
+                typer.echo(f"    {reference}: {found['text']}")
 
     app.add_typer(presets_app, name="presets")
 

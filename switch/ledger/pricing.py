@@ -24,18 +24,18 @@ from typing import Any
 
 import orjson
 
-_BUNDLED = Path(__file__).resolve().parent / "data" / "prices.json"
+BUNDLED_TABLE = Path(__file__).resolve().parent / "data" / "prices.json"
 _MILLION = Decimal(1_000_000)
-# Our provider names → how litellm spells them as key prefixes.
-_PROVIDER_PREFIXES: dict[str, tuple[str, ...]] = {
+PROVIDER_PREFIXES: dict[str, tuple[str, ...]] = {
     "baseten": ("baseten/",),
     "moonshot": ("moonshot/",),
     "openrouter": ("openrouter/",),
     "anthropic": ("", "anthropic/"),
     "openai": ("", "openai/"),
 }
-# LiteLLM provider names whose models LiteLLM's table keeps under another of its names (same service).
-_LITELLM_ALIASES: dict[str, tuple[str, ...]] = {"ollama_chat": ("ollama",), "hosted_vllm": ("vllm",)}
+"""Our provider names → how LiteLLM's table spells them as key prefixes ("": unprefixed keys)."""
+LITELLM_ALIASES: dict[str, tuple[str, ...]] = {"ollama_chat": ("ollama",), "hosted_vllm": ("vllm",)}
+"""LiteLLM provider names whose models LiteLLM's table keeps under another of its names (same service)."""
 SOURCE_NAMES = {"litellm": "LiteLLM cost map", "switch": "switch additions", "config": "config.toml [prices]"}
 """What each price source prefix (`litellm:`, `switch:`, `config:`) stands for, as `switch prices` says it."""
 
@@ -144,7 +144,7 @@ class PriceTable:
             for key, entry in orjson.loads(table.read_bytes()).items():
                 if isinstance(entry, dict):
                     self._entries[key.lower()] = (entry, f"litellm:{key}")
-        for key, entry in orjson.loads(_BUNDLED.read_bytes()).items():
+        for key, entry in orjson.loads(BUNDLED_TABLE.read_bytes()).items():
             if isinstance(entry, dict):
                 self._entries[key.lower()] = (entry, f"switch:{key}")
 
@@ -152,7 +152,7 @@ class PriceTable:
         keys: list[str] = []
         if provider in self._litellm_names:
             name = self._litellm_names[provider]
-            for spelled in (name, *_LITELLM_ALIASES.get(name, ())):
+            for spelled in (name, *LITELLM_ALIASES.get(name, ())):
                 keys.append(f"{spelled}/{model}")
                 # LiteLLM keeps some providers' models unprefixed, marked with the provider's name.
                 # (Vertex's are marked `vertex_ai-language-models` and the like.)
@@ -161,7 +161,7 @@ class PriceTable:
                 if marked == spelled or marked.startswith(spelled + "-"):
                     keys.append(model)
         elif provider:
-            for prefix in _PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
+            for prefix in PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
                 keys.append(f"{prefix}{model}")
         else:
             keys.append(model)
@@ -254,7 +254,7 @@ class PriceTable:
         override = self._overrides.get(reference.lower())
         if override is not None:
             return self._override_price(override, reference)
-        for prefix in _PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
+        for prefix in PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
             found = self._entries.get(f"{prefix}{model}".lower())
             # An unprefixed key is anyone's name: it is this provider's only when the table says so.
             if found is not None and (prefix or found[0].get("litellm_provider") == provider):
@@ -267,8 +267,8 @@ class PriceTable:
         """How the price tables spell `provider`'s models: its LiteLLM name for a LiteLLM provider."""
         name = self._litellm_names.get(provider)
         if name is not None:
-            return tuple(f"{spelled}/" for spelled in (name, *_LITELLM_ALIASES.get(name, ())))
-        return _PROVIDER_PREFIXES.get(provider, (f"{provider}/",))
+            return tuple(f"{spelled}/" for spelled in (name, *LITELLM_ALIASES.get(name, ())))
+        return PROVIDER_PREFIXES.get(provider, (f"{provider}/",))
 
     def _full_names(self, short: str, providers: list[str]) -> list[str]:
         """Models of the configured providers whose name ends in `/short` (the dashboard's short name)."""

@@ -14,6 +14,7 @@ Outcome = Literal[
     "incomplete_stream",
     "rejected",
     "proxy_error",
+    "context_overflow",
 ]
 
 

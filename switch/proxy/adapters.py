@@ -26,6 +26,7 @@ from switch.protocols.openai_responses import errors as responses_errors
 from switch.protocols.openai_responses import inbound as responses_inbound
 from switch.protocols.openai_responses import outbound as responses_outbound
 from switch.protocols.openai_responses import stream as responses_stream
+from switch.protocols.overflow import CONTEXT_LENGTH_CODE, anthropic_overflow_message, openai_overflow_message
 from switch.protocols.tools import ToolIndex
 from switch.proxy.exchange import new_id
 from switch.proxy.sniffers import AnthropicSniffer, ChatSniffer, ResponsesSniffer, UsageSniffer
@@ -91,7 +92,8 @@ class InboundApi:
     name: str
     id_prefix: str
     request_to_ir: Callable[[Any], Request]
-    error_body: Callable[[int, str, str, str | None], bytes]
+    error_body: Callable[[int, str, str, str | None, str | None], bytes]
+    """(status, message, request id, param, code): an error body in this API's format."""
     error_headers: Callable[[int, str], Headers]
     response_body: Callable[[Response, Request, str], bytes]
     new_encoder: Callable[[Request, int, str], ClientEncoder]
@@ -108,6 +110,10 @@ class InboundApi:
     stream_headers: Headers = field(default_factory=lambda: _SSE)
     stores_responses: bool = False
     """Whether answers are kept for a later call's `previous_response_id`."""
+    overflow_message: Callable[[int, int], str] = openai_overflow_message
+    """How this API says a prompt of N tokens is over a window of M (the wording its harnesses act on)."""
+    overflow_code: str | None = CONTEXT_LENGTH_CODE
+    overflow_param: str | None = "messages"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +138,7 @@ def _now() -> int:
 # ---- Anthropic Messages, inbound ---------------------------------------------------------------
 
 
-def _anthropic_error_body(status: int, message: str, request_id: str, param: str | None) -> bytes:
+def _anthropic_error_body(status: int, message: str, request_id: str, param: str | None, code: str | None) -> bytes:
     return anthropic_errors.error_body(status, message, request_id)
 
 
@@ -162,14 +168,17 @@ ANTHROPIC_INBOUND = InboundApi(
     usage_to_ir=anthropic_outbound.usage_to_ir,
     new_sniffer=_anthropic_sniffer,
     error_event=anthropic_errors.error_event,
+    overflow_message=anthropic_overflow_message,
+    overflow_code=None,
+    overflow_param=None,
 )
 
 
 # ---- OpenAI Chat Completions and Responses, inbound ---------------------------------------------
 
 
-def _openai_error_body(status: int, message: str, request_id: str, param: str | None) -> bytes:
-    return openai_errors.error_body(status, message, param)
+def _openai_error_body(status: int, message: str, request_id: str, param: str | None, code: str | None) -> bytes:
+    return openai_errors.error_body(status, message, param, code)
 
 
 def _chat_response_body(response: Response, request: Request, response_id: str) -> bytes:
@@ -252,6 +261,7 @@ RESPONSES_INBOUND = InboundApi(
     new_sniffer=_responses_sniffer,
     error_event=_responses_error_event,
     stores_responses=True,
+    overflow_param="input",
 )
 
 

@@ -18,6 +18,7 @@ from switch.errors import ClientRequestError, UpstreamError
 from switch.ledger.record import Outcome
 from switch.protocols.ir import ProtocolError, RequestFormatError, UpstreamReportedError, Usage
 from switch.protocols.ir import UpstreamFormatError as IrUpstreamFormatError
+from switch.protocols.overflow import Overflow, overflow_of, sizes
 from switch.proxy.adapters import InboundApi
 from switch.proxy.exchange import Exchange
 from switch.proxy.http1 import UpstreamResponse
@@ -52,6 +53,10 @@ class Failure:
     outcome: Outcome
     trigger: str
     retry_after: str | None = None
+    overflow: Overflow | None = None
+    """Set when the upstream refused the prompt as longer than its window (answered in the caller's terms)."""
+    client_message: str | None = None
+    """What the caller is told, where it differs from `message` (which the ledger keeps)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +69,15 @@ class Attempt:
     request_id: str
     can_fall_back: bool
     fallback_on: Collection[str]
+    input_estimate: int = 0
+    """switch's estimate of the prompt's tokens, where the relay made one (0: none made)."""
+    can_outgrow: Callable[[], bool] = lambda: False
+    """Whether a later target might hold a prompt this one refuses as too long (a larger or unknown window);
+    asked only when one does."""
+
+    def prompt_estimate(self) -> int:
+        """The prompt's estimated tokens: the relay's estimate, else the body's bytes over four."""
+        return self.input_estimate or max(1, len(self.exchange.body) // 4)
 
 
 def rejection(error: ClientRequestError | RequestFormatError) -> Rejection:
@@ -153,9 +167,27 @@ async def status_failure(
     except UpstreamError:
         raw = b""
     message = scrub(error_message(raw), key)
+    return answered_failure(status, message, provider, response.headers.get("retry-after"))
+
+
+def answered_failure(status: int, message: str, provider: str, retry_after: str | None = None) -> Failure:
+    """The failure for an upstream's error answer: a context overflow (whatever its status), else its status."""
     text = f"upstream {provider} returned {status}: {message}"
+    overflow = overflow_of(status, message)
+    if overflow is not None:
+        return Failure(400, text, "context_overflow", "context_window", overflow=overflow)
     trigger = status_trigger(status) or "status"
-    return Failure(status, text, "upstream_error", trigger, response.headers.get("retry-after"))
+    return Failure(status, text, "upstream_error", trigger, retry_after)
+
+
+def overflow_failure(attempt: Attempt, overflow: Overflow | None, detail: str) -> Failure:
+    """The failure a caller sees for a prompt over its target's window, in the words its harness acts on."""
+    target = attempt.meter.target
+    window = target.context_window if target is not None else None
+    prompt_tokens, limit = sizes(overflow, attempt.prompt_estimate(), window)
+    message = attempt.inbound.overflow_message(prompt_tokens, limit)
+    recorded = f"{message} ({detail})" if detail else message
+    return Failure(400, recorded, "context_overflow", "context_window", client_message=message)
 
 
 async def send_error(
@@ -166,20 +198,36 @@ async def send_error(
     request_id: str,
     retry_after: str | None = None,
     param: str | None = None,
+    code: str | None = None,
 ) -> None:
     """Answer with an error in the caller's API format."""
     headers = inbound.error_headers(status, request_id)
     if retry_after:
         headers.append((b"retry-after", retry_after.encode("latin-1")))
-    await exchange.respond(status, inbound.error_body(status, message, request_id, param), headers)
+    await exchange.respond(status, inbound.error_body(status, message, request_id, param, code), headers)
+
+
+async def send_overflow(attempt: Attempt, failure: Failure) -> None:
+    """Answer a context overflow: the harness's own wording first (it parses it), the details after."""
+    inbound = attempt.inbound
+    message = failure.client_message or failure.message
+    await send_error(
+        attempt.exchange, inbound, 400, message, attempt.request_id, None, inbound.overflow_param, inbound.overflow_code
+    )
 
 
 async def fail(attempt: Attempt, failure: Failure) -> Failure | None:
     """Record a failed attempt; answer the client unless the next target may serve instead."""
-    if attempt.can_fall_back and failure.trigger in attempt.fallback_on:
+    movable = attempt.can_outgrow() if failure.trigger == "context_window" else attempt.can_fall_back
+    if movable and failure.trigger in attempt.fallback_on:
         log.info("falling back after %s: %s", failure.trigger, failure.message)
         attempt.meter.finish(failure.outcome, failure.message, status=failure.status)
         return failure
+    if failure.outcome == "context_overflow":
+        answer = failure if failure.client_message else overflow_failure(attempt, failure.overflow, failure.message)
+        await send_overflow(attempt, answer)
+        attempt.meter.finish("context_overflow", answer.message)
+        return None
     await send_error(
         attempt.exchange, attempt.inbound, failure.status, failure.message, attempt.request_id, failure.retry_after
     )

@@ -27,7 +27,7 @@ from switch.errors import UpstreamError
 from switch.protocols.ir import Request
 from switch.protocols.openai_chat import outbound as chat_outbound
 from switch.proxy.adapters import CHAT_UPSTREAM, UpstreamApi
-from switch.proxy.failures import Attempt, Failure, fail, scrub, status_trigger
+from switch.proxy.failures import Attempt, Failure, answered_failure, fail, scrub
 from switch.proxy.state import KeyCache, ReasoningCache
 from switch.proxy.translated import TranslatedPath
 from switch.proxy.upstream_body import upstream_body
@@ -295,5 +295,4 @@ def _failure(litellm: Any, exc: BaseException, provider: str, key: str | None) -
         return Failure(502, f"upstream {provider} via LiteLLM failed: {message}", "upstream_error", "5xx")
     headers = getattr(getattr(exc, "response", None), "headers", None)
     retry_after = headers.get("retry-after") if headers is not None else None
-    text = f"upstream {provider} returned {status}: {message}"
-    return Failure(status, text, "upstream_error", status_trigger(status) or "status", retry_after)
+    return answered_failure(status, message, provider, retry_after)

@@ -13,10 +13,12 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
-from switch.config import Settings
+from switch.config import Settings, litellm_names
 from switch.errors import ClientRequestError, RoutingError
+from switch.ledger.limits import limit_table
 from switch.ledger.record import RecordSink
 from switch.protocols.ir import Reasoning, Request, Usage
 from switch.protocols.openai_responses.compaction import UNCARRIED
@@ -36,12 +38,15 @@ from switch.proxy.failures import (
     Attempt,
     Failure,
     Rejection,
+    fail,
+    overflow_failure,
     rejection,
     send_error,
 )
 from switch.proxy.litellm_upstream import LOADER, LiteLLMPath, uses_litellm
 from switch.proxy.meter import Meter
 from switch.proxy.passthrough import PassThroughPath
+from switch.proxy.room import Room, clamped, with_limits
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionAffinity
 from switch.proxy.translated import TranslatedPath
 from switch.proxy.upstream import UpstreamPool
@@ -58,6 +63,10 @@ class _Call:
     """The meter of the attempt in progress, where the safety net in `Relay.handle` can find it."""
 
     meter: Meter
+
+
+def _can_outgrow(room: Room, later: tuple[tuple[str, bool], ...], current: Target) -> bool:
+    return room.fallback and any(room.may_outgrow(reference, current) for reference, _is_long in later)
 
 
 def _with_options(request: Request, options: TargetOptions) -> Request:
@@ -115,6 +124,9 @@ class Relay:
         self.passthrough = PassThroughPath(settings, pool)
         self.litellm = LiteLLMPath(self.translated, self.keys, self.reasoning)
         self._targets: dict[tuple[str, str], Target] = {}
+        self._smallest: dict[tuple[str, tuple[tuple[str, bool], ...]], int | None] = {}
+        """Per inbound API and route: the smallest known window on it (see `Room.size_up`)."""
+        self.limits = limit_table(settings.models, litellm_names(settings))
         self.budgets: BudgetGate | None = None
         # Set while failing closed: every model call gets this message with a 503 (switch.proxy.fail_open).
         self.refusal: str | None = None
@@ -128,13 +140,15 @@ class Relay:
         self.passthrough.settings = settings
         # Targets resolved from the old providers (base_url, api, key variable) must not outlive them.
         self._targets = {}
+        self._smallest = {}
+        self.limits = limit_table(settings.models, litellm_names(settings))
         if uses_litellm(settings):
             LOADER.warm()
 
     def _resolve(self, reference: str, inbound: InboundApi) -> Target:
         cached = self._targets.get((reference, inbound.name))
         if cached is None:
-            cached = resolve_target(self.settings, reference, inbound.name)  # type: ignore[arg-type]
+            cached = with_limits(resolve_target(self.settings, reference, inbound.name), self.limits)  # type: ignore[arg-type]
             self._targets[(reference, inbound.name)] = cached
         return cached
 
@@ -214,8 +228,21 @@ class Relay:
                     chain = preset.chain(info.harness, info.role, info.family, info.kind)
                 effort = verdict.effort
         fallback_on = self.settings.routing.fallback_on
+        candidates = preset.long_chain(info.harness, info.role, info.family, info.kind)
+        room = Room(
+            lambda reference: self._resolve(reference, inbound),
+            request,
+            len(exchange.body),
+            "context_window" in fallback_on,
+        )
+        route = (inbound.name, candidates)
+        if route not in self._smallest:
+            self._smallest[route] = room.smallest_window(tuple(ref for ref, _long in candidates))
+        room.size_up(self._smallest[route])
         trigger: str | None = None
-        for number, reference in enumerate(chain):
+        skipped: Target | None = None
+        last_overflow: Failure | None = None
+        for number, (reference, is_long) in enumerate(candidates):
             try:
                 target = self._resolve(reference, inbound)
             except RoutingError as exc:
@@ -223,9 +250,19 @@ class Relay:
                 await send_error(exchange, inbound, 500, exc.message, request_id)
                 meter.finish("proxy_error", exc.message)
                 return
+            if (is_long and not room.outgrown) or not room.holds(target):
+                # Not an attempt: this target's window cannot hold the prompt (or it is only for those that
+                # outgrow the role's own targets), so no upstream is asked what it must refuse.
+                if not is_long:
+                    skipped = skipped or target
+                    room.outgrown = True
+                    trigger = "context_window"
+                continue
+            later = [ref for ref, long_ in candidates[number + 1 :] if room.may_hold(ref, long_)]
+            routed = clamped(request, target)
             attempt_meter = replace(meter, target=target, attempt=number, trigger=trigger, usage=Usage())
             if gate is not None:
-                attempt_meter.budget_hold = gate.hold(info, target, request, len(exchange.body))
+                attempt_meter.budget_hold = gate.hold(info, target, routed, len(exchange.body))
             call.meter = attempt_meter
             exchange.route = f"{preset.name}; role={info.role}; model={reference}".encode()
             log.debug(
@@ -237,7 +274,9 @@ class Relay:
                 number,
                 reference,
             )
-            attempt = Attempt(exchange, inbound, attempt_meter, request_id, number + 1 < len(chain), fallback_on)
+            attempt = Attempt(exchange, inbound, attempt_meter, request_id, bool(later), fallback_on, room.estimate)
+            # A target refusing the prompt as too long outgrows the role's own: long_context ones count too.
+            attempt.can_outgrow = partial(_can_outgrow, room, candidates[number + 1 :], target)
             uncarried = request.provider_data.get(UNCARRIED)
             if target.native and target.api == inbound.name:
                 served = self.passthrough.serve(attempt, target, parsed.body)
@@ -247,7 +286,7 @@ class Relay:
                 attempt_meter.finish("rejected", uncarried, status=400)
                 return
             elif target.api == "litellm":
-                served = self.litellm.serve(attempt, _with_options(request, preset.options(reference)), target)
+                served = self.litellm.serve(attempt, _with_options(routed, preset.options(reference)), target)
             else:
                 upstream = UPSTREAMS.get(target.api)
                 if upstream is None:
@@ -255,12 +294,26 @@ class Relay:
                     await send_error(exchange, inbound, 501, message, request_id)
                     attempt_meter.finish("proxy_error", message)
                     return
-                routed = capped(_with_options(request, preset.options(reference)), effort)
+                routed = capped(_with_options(routed, preset.options(reference)), effort)
                 served = self.translated.serve(attempt, upstream, routed, target)
             failure = await self._watched(attempt, served)
             if failure is None:
                 return
             trigger = failure.trigger
+            if failure.outcome == "context_overflow":
+                last_overflow = failure
+                room.outgrow(target)
+        # Every target was passed over or handed on for its window: the prompt fits none of them.
+        first = skipped or (self._resolve(candidates[0][0], inbound) if candidates else None)
+        refused = replace(meter, target=first, attempt=0, trigger=None, usage=Usage())
+        call.meter = refused
+        exchange.route = f"{preset.name}; role={info.role}; model=none".encode()
+        attempt = Attempt(exchange, inbound, refused, request_id, False, fallback_on, room.estimate)
+        detail = "no target of this route has a context window that holds it"
+        failure = overflow_failure(attempt, last_overflow.overflow if last_overflow else None, detail)
+        # Refused by switch, before any provider: no model served it and it cost nothing (as a 400 or 413 does).
+        refused.target = None
+        await fail(attempt, failure)
 
     async def _read_request(self, exchange: Exchange, inbound: InboundApi, meter: Meter) -> _Parsed | Rejection:
         """Read, classify and parse the client's body; what it tells goes on `meter` even if it is rejected."""

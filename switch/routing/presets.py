@@ -10,6 +10,8 @@
     # fork = "..."                     # optional: Claude Code forks; unset, they go where the orchestrator goes
     # compaction = "..."               # optional: compaction turns; unset, the orchestrator's target (or a
                                        # compacting subagent's own) keeps them, with its prompt cache
+    long_context = "baseten/moonshotai/Kimi-K3"   # optional: for a call its targets cannot hold
+                                       # (or a table per role: long_context = { orchestrator = "..." })
 
     [claude-code.families]             # optional: Claude model family → target
     haiku = "baseten/moonshotai/Kimi-K3"
@@ -68,6 +70,8 @@ class HarnessRoutes:
     families: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Targets for a kind of call (`fork`, `compaction`) the section names explicitly.
     kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    long_context: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per role: targets for a call whose prompt its own targets' windows cannot hold."""
     # True for a [default] the preset does not name: every role on config.toml's [defaults] model.
     from_defaults: bool = False
 
@@ -81,6 +85,9 @@ class Preset:
     description: str
     sections: dict[str, HarnessRoutes]
     targets: dict[str, TargetOptions]
+    _long_chains: dict[tuple[str, str, str | None, str | None], tuple[tuple[str, bool], ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def routes_for(self, harness: str) -> HarnessRoutes:
         """The section for `harness`, else `default`."""
@@ -93,17 +100,34 @@ class Preset:
         it goes where that agent goes (a fork and the main thread's compaction: the orchestrator; a subagent's
         compaction: the subagent), so the upstream's prompt cache of that history is hit."""
         routes = self.routes_for(harness)
-        explicit = routes.kinds.get(kind) if kind is not None else None
-        if explicit is not None:
-            own = explicit
-        else:
-            if kind == "fork" or (kind == "compaction" and role != "subagent"):
-                role = "orchestrator"
-            own = routes.families.get(family or "") or routes.roles.get(role) or routes.roles["orchestrator"]
-        ordered: list[str] = []
-        for reference in (*own, *routes.fallback):
-            if reference not in ordered:
-                ordered.append(reference)
+        own, _role = _own_targets(routes, role, family, kind)
+        return tuple(dict.fromkeys((*own, *routes.fallback)))
+
+    def long_chain(
+        self, harness: str, role: str, family: str | None = None, kind: str | None = None
+    ) -> tuple[tuple[str, bool], ...]:
+        """`chain` with the role's `long_context` targets after its own, each marked True when it is one
+        (tried only for a call its own targets cannot hold). Kept once worked out: it is asked for every call."""
+        key = (harness, role, family, kind)
+        found = self._long_chains.get(key)
+        if found is None:
+            found = self._long_chains[key] = self._long_chain(harness, role, family, kind)
+        return found
+
+    def _long_chain(
+        self, harness: str, role: str, family: str | None, kind: str | None
+    ) -> tuple[tuple[str, bool], ...]:
+        routes = self.routes_for(harness)
+        own, role = _own_targets(routes, role, family, kind)
+        seen: set[str] = set()
+        ordered: list[tuple[str, bool]] = []
+        marked = [(reference, False) for reference in own]
+        marked += [(reference, True) for reference in routes.long_context.get(role, ())]
+        marked += [(reference, False) for reference in routes.fallback]
+        for reference, is_long in marked:
+            if reference not in seen:
+                seen.add(reference)
+                ordered.append((reference, is_long))
         return tuple(ordered)
 
     def options(self, reference: str) -> TargetOptions:
@@ -112,6 +136,17 @@ class Preset:
 
 
 _DEFAULT_OPTIONS = TargetOptions()
+
+
+def _own_targets(routes: HarnessRoutes, role: str, family: str | None, kind: str | None) -> tuple[tuple[str, ...], str]:
+    """A call's own targets (before fallbacks) and the role whose routes they are: a kind the section names
+    explicitly goes there; otherwise a fork and the main thread's compaction go where the orchestrator goes."""
+    explicit = routes.kinds.get(kind) if kind is not None else None
+    if explicit is not None:
+        return explicit, role
+    if kind == "fork" or (kind == "compaction" and role != "subagent"):
+        role = "orchestrator"
+    return routes.families.get(family or "") or routes.roles.get(role) or routes.roles["orchestrator"], role
 
 
 def _references(value: Any, where: str, path: Path, providers: set[str]) -> tuple[str, ...]:
@@ -129,6 +164,20 @@ def _references(value: Any, where: str, path: Path, providers: set[str]) -> tupl
                 f"{path}: key '{where}': unknown provider '{provider}' (allowed: {', '.join(sorted(providers))})"
             )
     return tuple(values)
+
+
+def _long_context(table: dict[str, Any], section: str, path: Path, providers: set[str]) -> dict[str, tuple[str, ...]]:
+    """A section's `long_context`: one target (or list) for every role, or a table of them per role."""
+    value = table.get("long_context")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        every = _references(value, f"{section}.long_context", path, providers)
+        return dict.fromkeys(ROLES, every)
+    for role in value:
+        if role not in ROLES:
+            raise PresetError(f"{path}: unknown key '{section}.long_context.{role}' (allowed: {', '.join(ROLES)})")
+    return {role: _references(value[role], f"{section}.long_context.{role}", path, providers) for role in value}
 
 
 def _defaults_routes(model: str) -> HarnessRoutes:
@@ -150,7 +199,7 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
             continue
         if not isinstance(table, dict):
             raise PresetError(f"{where_file}: key '{section}': expected a table")
-        allowed = {*ROLES, *KINDS, "fallback", "families"}
+        allowed = {*ROLES, *KINDS, "fallback", "families", "long_context"}
         for key in table:
             if key not in allowed:
                 raise PresetError(
@@ -183,7 +232,9 @@ def parse_preset(name: str, path: Path | None, raw: dict[str, Any], providers: s
             for kind in KINDS
             if kind in table
         }
-        sections[section] = HarnessRoutes(roles, fallback, families, kinds)
+        sections[section] = HarnessRoutes(
+            roles, fallback, families, kinds, _long_context(table, section, where_file, providers)
+        )
     sections.setdefault("default", _defaults_routes(default_model))
     targets: dict[str, TargetOptions] = {}
     raw_targets = raw.get("targets", {})

@@ -38,6 +38,10 @@ class Target:
     chat: ChatTarget | None
     litellm_provider: str | None = None
     """With api `litellm`: LiteLLM's provider name, the prefix of the model LiteLLM is asked for."""
+    context_window: int | None = None
+    """The model's context window in tokens (None: unknown, nothing enforced; see `switch.ledger.limits`)."""
+    output_limit: int | None = None
+    """The most output tokens the model gives; `max_tokens` sent upstream never exceeds it (None: unknown)."""
 
 
 def resolve_target(settings: Settings, reference: str, native_api: Api = "anthropic") -> Target:

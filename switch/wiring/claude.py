@@ -72,15 +72,17 @@ def indent_of(raw: bytes | None) -> int:
     return 2
 
 
-def claude_on(port: int, statusline: bool = True) -> tuple[Path, str]:
+def claude_on(port: int, statusline: bool = True, model_env: dict[str, str] | None = None) -> tuple[Path, str]:
     """Point Claude Code at switch (idempotent), and unless told not to, show switch's status line.
 
+    `model_env` is what switch tells Claude Code about the model serving it (`switch.wiring.windows`); a
+    setting an earlier `on` wrote and this one does not want goes back to the user's value.
     Returns the file and what happened to the status line: `installed`, `kept` (the user has their own,
     which switch never replaces) or `skipped`."""
     path = claude_settings_path()
     raw, settings = read_json(path)
     record = load_record("claude")
-    wanted = claude_env(port)
+    wanted = {**claude_env(port), **(model_env or {})}
     env = settings.get("env")
     if env is not None and not isinstance(env, dict):
         raise WiringError(f"{path}: 'env' must be an object; switch did not change it")
@@ -89,10 +91,21 @@ def claude_on(port: int, statusline: bool = True) -> tuple[Path, str]:
             "path": str(path),
             "original": raw.decode("utf-8") if raw is not None else None,
             "env_existed": env is not None,
-            "before": {key: (env or {}).get(key, ABSENT) for key in wanted},
+            "before": {},
+            "values": {},
         }
-        save_record("claude", record)
     env = dict(env or {})
+    previous: dict[str, str] = record.get("values", {})
+    before: dict[str, str] = record["before"]
+    for key in wanted:
+        if key not in before:
+            # First set by this `on`: what the user had is what `off` gives back.
+            before[key] = env.get(key, ABSENT)
+    for key, value in previous.items():
+        if key not in wanted and env.get(key) == value:
+            _restore(env, key, before.get(key, ABSENT))
+    record["values"] = previous
+    save_record("claude", record)
     env.update(wanted)
     settings["env"] = env
     current = settings.get("statusLine", ABSENT)
@@ -113,6 +126,14 @@ def claude_on(port: int, statusline: bool = True) -> tuple[Path, str]:
     record["statusline"] = ours
     save_record("claude", record)
     return path, outcome
+
+
+def _restore(env: dict[str, Any], key: str, before: str) -> None:
+    """Give `key` back its value from before switch set it (or remove it, when it had none)."""
+    if before == ABSENT:
+        env.pop(key, None)
+    else:
+        env[key] = before
 
 
 def claude_off() -> Path | None:
@@ -136,11 +157,7 @@ def claude_off() -> Path | None:
                 if env.get(key) != value:
                     continue  # the user changed it since: leave their value
                 changed = True
-                before = record["before"].get(key, ABSENT)
-                if before == ABSENT:
-                    env.pop(key, None)
-                else:
-                    env[key] = before
+                _restore(env, key, record["before"].get(key, ABSENT))
             if not env and not record.get("env_existed"):
                 settings.pop("env", None)
         if record.get("statusline") is not None and settings.get("statusLine") == record["statusline"]:

@@ -73,8 +73,9 @@ def codex_profile_keys(
     return keys
 
 
-def codex_launch_overrides(port: int) -> list[str]:
-    """`-c` arguments giving one Codex launch exactly the provider and profile keys of the `switch` profile.
+def codex_launch_overrides(port: int, window_keys: dict[str, int] | None = None) -> list[str]:
+    """`-c` arguments giving one Codex launch exactly the provider and profile keys of the `switch` profile
+    (with `window_keys`, the served model's window: `switch.wiring.windows.codex_window_keys`).
 
     The profile's model matters, not only its provider: Codex picks the tools it offers by model, and its
     default model offers a JavaScript "code mode" tool that other providers' models handle badly.
@@ -85,7 +86,7 @@ def codex_launch_overrides(port: int) -> list[str]:
             # JSON strings, booleans and string arrays are valid TOML values.
             arguments += ["-c", f"{'.'.join(path)}.{key}={json.dumps(value)}"]
     # The profile's keys apply at the top level: `run` launches without `--profile`.
-    for key, value in codex_profile_keys().items():
+    for key, value in codex_profile_keys(extra={**PROFILE_EXTRA_KEYS, **(window_keys or {})}).items():
         arguments += ["-c", f"{key}={json.dumps(value)}"]
     return arguments
 
@@ -124,10 +125,11 @@ def legacy_profile(document: Any) -> list[str]:
     return found
 
 
-def codex_on(port: int, notify: bool = True) -> tuple[Path, Path, list[str]]:
+def codex_on(port: int, notify: bool = True, window_keys: dict[str, int] | None = None) -> tuple[Path, Path, list[str]]:
     """Write the `switch` provider into config.toml and the profile (with switch's per-turn summary unless
     told not to) into switch.config.toml, migrating what Codex refuses; idempotent. Returns both files and
-    what was migrated out of config.toml. The user's own `notify` stays in config.toml untouched and runs
+    what was migrated out of config.toml; `window_keys` tell Codex the served model's window.
+    The user's own `notify` stays in config.toml untouched and runs
     after switch's summary under the `switch` profile."""
     config = codex_config_path()
     _text, document = read_toml(config)
@@ -149,7 +151,7 @@ def codex_on(port: int, notify: bool = True) -> tuple[Path, Path, list[str]]:
             "switch; remove that line (or the file) and run `switch codex on` again; switch did not change it"
         )
     # The profile file first: a failure there leaves config.toml as it was.
-    keys = codex_profile_keys(notify=summary, extra={**carried, **PROFILE_EXTRA_KEYS})
+    keys = codex_profile_keys(notify=summary, extra={**carried, **PROFILE_EXTRA_KEYS, **(window_keys or {})})
     profile_path, _kept = toml_on(PROFILE_RECORD, profile_file, {}, keys)
     path, _ = toml_on("codex", config, codex_tables(port), {}, remove)
     return path, profile_path, migrated

@@ -101,6 +101,8 @@ CONFIG_FREE = {
 # Invocations that must refuse a missing or invalid active preset: those that start the proxy or act on presets.
 PRESET_USERS = {
     "serve --port 0",
+    "claude on",  # the active preset's orchestrator decides the window Claude Code is told
+    "codex on",
     f"up --port {PORT}",
     "run claude",
     "run codex",

@@ -45,7 +45,15 @@ CALL_COLUMNS = (
     ("duration", 8),
     ("", 1),
 )
-OUTCOMES = ("completed", "upstream_error", "transport_error", "client_cancelled", "incomplete_stream", "rejected")
+OUTCOMES = (
+    "completed",
+    "upstream_error",
+    "transport_error",
+    "client_cancelled",
+    "incomplete_stream",
+    "rejected",
+    "context_overflow",
+)
 STATUS_KEYS = "Enter: details · /: filter, Enter or Esc: back to list"
 
 
