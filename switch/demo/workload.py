@@ -184,7 +184,8 @@ class Workload:
         self._stream("anthropic", "background: title", "/v1/messages?beta=true", headers, title)
 
     def codex(self) -> None:
-        """A Codex session: a tool round trip, a spawned subagent and a compaction (background)."""
+        """A Codex session: a tool round trip, a spawned subagent and a memory consolidation (background; a
+        compaction would stay on the orchestrator's target, which keeps its prompt cache)."""
         session = str(uuid.uuid4())
         headers = {
             "user-agent": f"codex_exec/{CODEX_VERSION} (Linux; x86_64) (codex_exec; {CODEX_VERSION})",
@@ -227,13 +228,13 @@ class Workload:
         subagent = {**body, "tools": [], "input": [{"role": "user", "content": "Review the diff."}]}
         spawn = {**headers, "x-openai-subagent": "collab_spawn", "thread-id": str(uuid.uuid4())}
         self._stream("openai-responses", "subagent", "/v1/responses", spawn, subagent)
-        compact = {**body, "tools": [], "input": [{"role": "user", "content": "Summarise the conversation so far."}]}
+        memory = {**body, "tools": [], "input": [{"role": "user", "content": "Consolidate what to remember."}]}
         self._stream(
             "openai-responses",
-            "background: compaction",
+            "background: memory consolidation",
             "/v1/responses",
-            {**headers, "x-openai-subagent": "compact"},
-            compact,
+            {**headers, "x-openai-subagent": "memory_consolidation"},
+            memory,
         )
 
     def deepagents(self) -> None:

@@ -150,10 +150,13 @@ def test_run_claude_launches_with_the_window(user: dict[str, Path], tmp_path: Pa
 def test_codex_on_puts_the_window_in_the_profile(user: dict[str, Path]) -> None:
     invoke("use", "small")
     invoke("codex", "on")
-    profile = tomllib.loads(user["codex"].read_text())["profiles"]["switch"]
+    # Codex 0.171 reads a named profile from its own file beside config.toml.
+    profile_file = user["codex"].parent / "switch.config.toml"
+    profile = tomllib.loads(profile_file.read_text())
     assert (profile["model_context_window"], profile["model_auto_compact_token_limit"]) == (128000, 115200)
+    assert "profiles" not in tomllib.loads(user["codex"].read_text())
     invoke("codex", "off")
-    assert not user["codex"].exists()
+    assert not user["codex"].exists() and not profile_file.exists()
 
 
 def table(**limits: tuple[int | None, int | None]) -> LimitTable:

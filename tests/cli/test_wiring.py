@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from switch import files, wiring
+from switch.wiring import windows
 from switch.cli import app
 from switch.wiring import CLASSIFYING_MODEL
 
@@ -244,6 +245,8 @@ def test_codex_on_migrates_a_legacy_profile_and_off_restores_it(homes: dict[str,
         "model": "gpt-5.4",
         "model_reasoning_effort": "high",
         **{"notify": wiring.codex_notify_argv()},
+        # What the model serving Codex's orchestrator in the active preset can hold.
+        **windows.codex_window_keys(windows.active_window("codex")),
     }
     assert "Moved [profiles.switch]" in output and ('profile = "switch"' in output) == selector
     invoke("codex", "off")
