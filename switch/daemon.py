@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from switch import locations
+from switch.child import serve_argv
 from switch.errors import SwitchError
 from switch.files import atomic_write
 
@@ -193,7 +193,7 @@ def start(port: int, wait: float = 15.0) -> dict[str, Any]:
     with open(log_path(), "ab") as log:
         os.chmod(log_path(), 0o600)
         process = subprocess.Popen(
-            [sys.executable, "-m", "switch", "serve", "--port", str(port), "--log-level", "info"],
+            serve_argv(port, "--log-level", "info"),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

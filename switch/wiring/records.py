@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from switch import locations
+from switch.child import python_argv
 from switch.errors import SwitchError
 from switch.files import atomic_write
 
@@ -49,4 +49,4 @@ def hook_argv(command: str) -> list[str]:
 
     root = str(Path(switch.__file__).resolve().parent.parent)
     code = f"import sys; sys.path.insert(0, {root!r}); from switch.cli import main; main()"
-    return [sys.executable, "-S", "-P", "-c", code, command]
+    return python_argv("-S", "-c", code, command)
