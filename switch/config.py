@@ -108,7 +108,9 @@ class Server(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
-    port: int = 8742
+    # Strict: a TOML string ("8742") or float is refused rather than coerced, like every other typo.
+    port: int = Field(default=8742, ge=1, le=65535, strict=True)
+    """TCP port the proxy listens on: a whole number from 1 to 65535."""
     max_body_bytes: int = 32 * 1024 * 1024
     """Largest request body accepted; larger ones get 413."""
     ping_interval: float = 10.0

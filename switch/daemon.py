@@ -78,9 +78,17 @@ def read_record() -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError):
         return None
+    # A damaged record (hand-edited, half-written by an older switch) describes no proxy: as if absent.
+    if not isinstance(record, dict) or not _whole(record.get("pid"), 1) or not _whole(record.get("port"), 1, 65535):
+        return None
+    return record
+
+
+def _whole(value: Any, lowest: int, highest: int | None = None) -> bool:
+    return type(value) is int and value >= lowest and (highest is None or value <= highest)
 
 
 def this_home() -> str:

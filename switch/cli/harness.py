@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from switch.cli.serve import checked_port
+
 
 def _port() -> int:
     from switch import daemon
@@ -147,7 +149,9 @@ def register(app: typer.Typer) -> None:
         _toggle("langchain", action)
 
     @app.command()
-    def up(port: int = typer.Option(None, help="Port (default: [server] port, 8742).")) -> None:
+    def up(
+        port: int = typer.Option(None, help="Port (default: [server] port, 8742).", callback=checked_port(1)),
+    ) -> None:
         """Run the proxy in the background."""
         from switch import daemon
         from switch.cli.serve import startup_checks

@@ -21,6 +21,18 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def checked_port(lowest: int) -> Any:
+    """A typer callback refusing a `--port` outside `lowest`..65535 (click's own check would wrap it modulo 65536)."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and not lowest <= value <= 65535:
+            free = " (0 picks a free one)" if lowest == 0 else ""
+            raise typer.BadParameter(f"{value} is not a port; give a whole number from 1 to 65535{free}")
+        return value
+
+    return check
+
+
 def _tune_gc() -> None:
     """Fewer, cheaper garbage collections for a long-running server.
 
@@ -120,7 +132,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
         host: str = typer.Option(None, help="Address to bind (default 127.0.0.1)."),
-        port: int = typer.Option(None, help="Port to listen on (default 8742; 0 picks a free one)."),
+        port: int = typer.Option(
+            None, help="Port to listen on (default 8742; 0 picks a free one).", callback=checked_port(0)
+        ),
         log_level: str = typer.Option("warning", help="uvicorn log level."),
     ) -> None:
         """Run the proxy in the foreground."""
