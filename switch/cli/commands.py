@@ -53,12 +53,27 @@ class _ReportingGroup(TyperGroup):
         except SwitchError as exc:
             typer.echo(f"switch: {exc.message}", err=True)
             raise typer.Exit(EXIT_USAGE) from None
-        except OSError as exc:
+        except Exception as exc:
+            _reported_ledger_failure(exc)
+            if not isinstance(exc, OSError):
+                raise
             if exc.errno == errno.EPIPE:
                 raise  # typer quiets a closed pipe (`switch calls | head`) itself
             where = f": {exc.filename}" if exc.filename else ""
             typer.echo(f"switch: {exc.strerror or exc}{where}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
+
+
+def _reported_ledger_failure(exc: BaseException) -> None:
+    """A ledger read that failed past opening (a damaged page deep in the file): one line with the cause and fix."""
+    import sqlite3
+
+    if isinstance(exc, sqlite3.DatabaseError):
+        from switch import locations
+        from switch.ledger.db import unreadable_message
+
+        typer.echo(f"switch: {unreadable_message(locations.ledger_file(), exc)}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def _usage_line(exc: UsageError) -> NoReturn:

@@ -199,6 +199,11 @@ def register(app: typer.Typer) -> None:
         team = _team_lag()
         if team is not None:
             result["team"] = team
+        from switch.checks import ledger_file_check
+
+        damaged = ledger_file_check()
+        if damaged is not None:
+            result["ledger_file"] = damaged
         if as_json:
             typer.echo(json.dumps(result, indent=2))
         elif result.get("running"):
@@ -216,6 +221,8 @@ def register(app: typer.Typer) -> None:
 
                 ok, line, fix = ledger_summary(ledger)
                 typer.echo(f"ledger: {line}" if ok else f"warning: ledger: {line}\n  fix: {fix}")
+                if not ok:  # a failing summary already names the file's own damage
+                    damaged = None
             budgets = (result.get("health") or {}).get("budgets")
             if isinstance(budgets, list):
                 from switch.budgets.status import notices
@@ -237,6 +244,8 @@ def register(app: typer.Typer) -> None:
             )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
+        if damaged and not as_json:
+            typer.echo(f"warning: ledger: {damaged['detail']}\n  fix: {damaged['fix']}")
         if team is not None and not as_json:
             typer.echo(team["line"] if team["ok"] else f"warning: {team['line']}\n  fix: {team['fix']}")
         if not result.get("running"):
