@@ -133,16 +133,30 @@ def register(app: typer.Typer) -> None:
         since: str = typer.Option(None, help="Start: 1h, 24h, 7d, today, or an ISO date."),
         until: str = typer.Option(None, help="End, same forms."),
         output: str = typer.Option(None, help="File to write (default: standard output)."),
+        readable: bool = typer.Option(
+            False,
+            "--readable",
+            help="Times as ISO 8601 (local, with UTC offset) and money in US dollars (*_usd columns), instead of "
+            "epoch seconds (started_at) and integer micro-dollars (*_micros).",
+        ),
     ) -> None:
-        """Every recorded call, as CSV or JSON lines."""
+        """Every recorded call, as CSV or JSON lines (started_at in epoch seconds, money in micro-dollars)."""
         from switch.errors import SwitchError
         from switch.ledger.columns import COLUMNS
+        from switch.ledger.db import open_read_only
+        from switch.ledger.export import readable_names, readable_row
         from switch.ledger.queries import iterate
 
         if format not in ("csv", "jsonl"):
             typer.echo("switch: --format must be csv or jsonl", err=True)
             raise typer.Exit(2)
         start, end = _times(since, until)
+        # Opened before the output, so a damaged ledger leaves no half-made file behind.
+        connection = open_read_only()
+        if connection is None:
+            # Said on stderr: `switch export > calls.csv` gets the header alone, not this sentence.
+            typer.echo("switch: no calls recorded yet; the export has none", err=True)
+        names = ["id", *COLUMNS]
         try:
             handle = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
         except OSError as exc:
@@ -151,18 +165,23 @@ def register(app: typer.Typer) -> None:
                 "write to"
             ) from None
         try:
-            rows = iterate(_connection(), start, end)
+            rows = iterate(connection, start, end) if connection is not None else iter(())
+            if readable:
+                rows = map(readable_row, rows)
+                names = readable_names(names)
             if format == "jsonl":
                 for row in rows:
                     handle.write(json.dumps(row) + "\n")
             else:
-                writer = csv.DictWriter(handle, fieldnames=["id", *COLUMNS])
+                writer = csv.DictWriter(handle, fieldnames=names)
                 writer.writeheader()
                 for row in rows:
                     writer.writerow(row)
         finally:
             if output:
                 handle.close()
+            if connection is not None:
+                connection.close()
 
     @app.command()
     def prices(
