@@ -25,12 +25,13 @@ effort_levels = ["low", "high", "max"]
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from switch import locations
 from switch.budgets.rules import Budget, BudgetAction, check_budgets
@@ -42,6 +43,7 @@ APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses", "litell
 FallbackTrigger = Literal["connect", "timeout", "5xx", "429", "no_key"]
 FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = ("connect", "timeout", "5xx", "429", "no_key")
 NATIVE = "native"
+PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
 
 
 class Provider(BaseModel):
@@ -174,6 +176,20 @@ class Settings(BaseModel):
     """`[[budgets]]`: caps in USD per period with their actions (see `switch.budgets.rules`)."""
     team: Team | None = None
     """The team ledger on PostgreSQL (switch.team); None: nothing is shipped."""
+
+    @field_validator("prices")
+    @classmethod
+    def _prices_are_prices(cls, prices: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        # A negative or misspelt price would turn into a wrong cost on every call (or a silent $0 input).
+        for model, fields in prices.items():
+            for name, value in fields.items():
+                if name not in PRICE_FIELDS:
+                    raise ValueError(
+                        f'"{model}".{name} is not a price (allowed: {", ".join(PRICE_FIELDS)}); fix its spelling'
+                    )
+                if not math.isfinite(value) or value < 0:
+                    raise ValueError(f'"{model}".{name} = {value}: a price is USD per million tokens, 0 or more')
+        return prices
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {

@@ -102,7 +102,9 @@ def config_check() -> tuple[Settings | None, Check]:
             f"{', '.join(sorted(settings.providers))} (or add a [providers.{provider}] table)"
         )
         return settings, check("config", False, exc.message, fix)
-    return settings, check("config", True, "config.toml is valid")
+    if not path.exists():
+        return settings, check("config", True, f"no config.toml ({path}): running on the built-in defaults")
+    return settings, check("config", True, f"config.toml is valid ({path})")
 
 
 def _fallback_port() -> int:

@@ -196,6 +196,11 @@ def register(app: typer.Typer) -> None:
             "home": daemon.this_home(),
             "preset": active_name() or "(none: [defaults] model)",
         }
+        routing = (result.get("health") or {}).get("preset")
+        if result.get("running") and isinstance(routing, dict) and routing.get("error"):
+            # The proxy refused the preset the file names and kept the last good one: say which one routes.
+            result["preset"] = routing.get("name")
+            result["preset_error"] = routing["error"]
         team = _team_lag()
         if team is not None:
             result["team"] = team
@@ -244,6 +249,11 @@ def register(app: typer.Typer) -> None:
             )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
+        if result.get("preset_error") and not as_json:
+            typer.echo(
+                f"warning: the proxy kept preset {result['preset']}: {result['preset_error']}\n"
+                "  fix: correct the file named above (the proxy takes it within a second), or `switch use NAME`"
+            )
         if damaged and not as_json:
             typer.echo(f"warning: ledger: {damaged['detail']}\n  fix: {damaged['fix']}")
         if team is not None and not as_json:

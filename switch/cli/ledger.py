@@ -75,14 +75,16 @@ def register(app: typer.Typer) -> None:
         if not rows and not refused:
             typer.echo("No calls in that range.")
             return
-        header = f"{(by or 'total'):<28} {'spend':>12} {'native':>12} {'saved':>12} {'calls':>7} {'errors':>6}"
+        # Wide enough for the longest group: a session id cut short finds nothing in `statusline --session`.
+        width = max([28, *(len(str(row["grp"])) for row in rows)])
+        header = f"{(by or 'total'):<{width}} {'spend':>12} {'native':>12} {'saved':>12} {'calls':>7} {'errors':>6}"
         typer.echo(header + f" {'cache hit':>9} {'TTFT p50':>10} {'tok/s p50':>9}")
         for row in rows:
             hit = "-" if row["cache_hit_rate"] is None else f"{row['cache_hit_rate']:.0%}"
             tps = "-" if row["median_output_tps"] is None else f"{row['median_output_tps']:.0f}"
             unpriced = f" ({row['unpriced']} unpriced)" if row["unpriced"] else ""
             typer.echo(
-                f"{str(row['grp'])[:28]:<28} {micros_to_usd(row['spend_micros']):>12} "
+                f"{str(row['grp']):<{width}} {micros_to_usd(row['spend_micros']):>12} "
                 f"{micros_to_usd(row['native_micros']):>12} {micros_to_usd(row['savings_micros']):>12} "
                 f"{row['calls']:>7} {row['errors']:>6} {hit:>9} {_ms(row['median_ttft_ms']):>10} {tps:>9}{unpriced}"
             )
@@ -92,7 +94,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def calls(
-        limit: int = typer.Option(20, help="How many of the latest calls."),
+        limit: int = typer.Option(20, min=1, help="How many of the latest calls (1 or more)."),
         follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new calls."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
     ) -> None:

@@ -93,6 +93,27 @@ def _port_taken(host: str, port: int) -> str:
     )
 
 
+def _refuse_a_second_proxy(configured: int, port: int) -> None:
+    """Stop when this home's proxy already runs elsewhere: two would share one ledger and one spill file."""
+    from switch import daemon
+    from switch.errors import SwitchError
+
+    running = daemon.status(configured)
+    if running.get("running") and running.get("port") != port:
+        raise SwitchError(
+            f"this home's proxy already runs on 127.0.0.1:{running['port']} (pid {running.get('pid')}); use it, or "
+            "stop it first with `switch down` (or Ctrl-C where `switch serve` runs): two proxies of one home "
+            "would share its ledger"
+        )
+
+
+def _stopped_line(recorder: Any) -> str:
+    """What a stopped proxy says (Ctrl-C, SIGTERM): that it stopped, and where its calls went."""
+    written = recorder.written
+    waiting = f"; the rest wait in {recorder.spill} for the next start" if recorder.spill_pending() else ""
+    return f"switch proxy stopped; {written} call{'s' if written != 1 else ''} written to the ledger{waiting}"
+
+
 def startup_checks() -> tuple[Any, Any]:
     """What `switch serve` refuses to start without: a valid config, key file and active preset.
 
@@ -157,6 +178,7 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
+        _refuse_a_second_proxy(int(loaded.server["port"]), settings.server.port)
         listener = _listen(settings.server.host, settings.server.port)
         from switch.config import litellm_names
         from switch.ledger.pricer import Pricer
@@ -204,9 +226,12 @@ def register(app: typer.Typer) -> None:
         try:
             server.run(sockets=[listener])
         finally:
+            # uvicorn raises Ctrl-C again once it has shut down: this runs for it too.
             listener.close()
             recorder.close()
             if shipper is not None:
                 shipper.stop()
+            if server.started:
+                typer.echo(_stopped_line(recorder))
         if not server.started:
             sys.exit(1)
