@@ -45,6 +45,12 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                 path, statusline = wiring.claude_on(port, summary)
                 typer.echo(f"claude: on ({path}). Claude Code now talks to switch; start it as usual (`claude`).")
                 typer.echo(_statusline_note(statusline))
+                gateway = wiring.chained_gateway()
+                if gateway is not None:
+                    typer.echo(
+                        f"Native calls: to your previous ANTHROPIC_BASE_URL, {gateway} ([providers.anthropic] "
+                        "base_url in switch's config.toml while wired; `switch claude off` restores both files)."
+                    )
             elif harness == "codex":
                 path, kept = wiring.codex_on(port, summary)
                 typer.echo(f"codex: on ({path}). Start Codex with `codex --profile switch`.")

@@ -155,9 +155,6 @@ def register(app: typer.Typer) -> None:
         start, end = _times(since, until)
         # Opened before the output, so a damaged ledger leaves no half-made file behind.
         connection = open_read_only()
-        if connection is None:
-            # Said on stderr: `switch export > calls.csv` gets the header alone, not this sentence.
-            typer.echo("switch: no calls recorded yet; the export has none", err=True)
         names = ["id", *COLUMNS]
         try:
             handle = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
@@ -166,6 +163,9 @@ def register(app: typer.Typer) -> None:
                 f"cannot write {output}: {exc.strerror}; give --output a file in a folder that exists and you can "
                 "write to"
             ) from None
+        if connection is None:
+            # Said on stderr: `switch export > calls.csv` gets the header alone, not this sentence.
+            typer.echo("switch: no calls recorded yet; the export has none", err=True)
         try:
             rows = iterate(connection, start, end) if connection is not None else iter(())
             if readable:

@@ -30,6 +30,7 @@ from switch.wiring.codex import (
     codex_tables,
     codex_user_notify,
 )
+from switch.wiring.gateway import chained_gateway
 from switch.wiring.langchain import (
     DEEPAGENTS_MODEL,
     deepagents_config_path,
@@ -54,6 +55,7 @@ __all__ = [
     "claude_on",
     "claude_settings_path",
     "claude_statusline",
+    "chained_gateway",
     "codex_config_path",
     "codex_launch_overrides",
     "codex_notify_argv",

@@ -1,0 +1,89 @@
+"""Wiring edges: a gateway Claude Code already used keeps serving its native calls, `langchain off` leaves no
+folder it made, and a local OpenAI-compatible server without auth needs no key at all."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import anthropic
+import pytest
+
+from tests.commands import run_switch
+from tests.fake_upstream import FakeAnthropicUpstream
+from tests.servers import free_port, serve, serve_process, wait_until
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> dict[str, str]:
+    """The environment of a user whose HOME is under tmp_path (Claude Code's and deepagents' files in it)."""
+    home = tmp_path / "user"
+    (home / ".claude").mkdir(parents=True)
+    env = {"HOME": str(home)}
+    os.environ.pop("CLAUDE_CONFIG_DIR", None)
+    return env
+
+
+def test_claude_on_chains_the_gateway_claude_code_used_and_off_restores_both_files(
+    isolated_home: Path, user: dict[str, str]
+) -> None:
+    gateway = FakeAnthropicUpstream()
+    settings = Path(user["HOME"]) / ".claude" / "settings.json"
+    config = isolated_home / "config.toml"
+    port = free_port()
+    config.write_text(f"# my switch config\n[server]\nport = {port}\n")
+    (isolated_home / "active-preset").write_text("hybrid\n")  # the orchestrator goes native
+    with serve(gateway) as gateway_url:
+        original = json.dumps({"env": {"ANTHROPIC_BASE_URL": gateway_url + "/corp"}, "theme": "dark"}, indent=2)
+        settings.write_text(original)
+        config_before = config.read_bytes()
+        with serve_process(port, user):
+            wired = run_switch("claude", "on", env=user)
+            assert wired.returncode == 0, wired.stderr
+            assert f"previous ANTHROPIC_BASE_URL, {gateway_url}/corp" in wired.stdout
+            env = json.loads(settings.read_text())["env"]
+            assert env["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{port}"
+            # The running proxy takes the chained URL from config.toml; Claude Code's own call reaches the gateway.
+            client = anthropic.Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sk-ant-user-key", max_retries=0)
+
+            def answered() -> bool:
+                try:
+                    message = client.messages.create(
+                        model="claude-opus-5-5", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+                    )
+                except anthropic.APIError:
+                    return False
+                return message.content[0].text == "Native hello"  # type: ignore[union-attr]
+
+            wait_until(answered, 30, "a native call to reach the gateway")
+            assert gateway.received[-1].path == "/corp/v1/messages"
+            # The harness's own credentials go to its own provider, as for every native call.
+            assert "sk-ant-user-key" in " ".join(gateway.received[-1].headers.values())
+        off = run_switch("claude", "off", env=user)
+        assert off.returncode == 0, off.stderr
+    assert settings.read_text() == original
+    assert config.read_bytes() == config_before
+
+
+def test_claude_on_keeps_a_native_base_url_the_user_configured(isolated_home: Path, user: dict[str, str]) -> None:
+    settings = Path(user["HOME"]) / ".claude" / "settings.json"
+    settings.write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": "https://gateway.example/anthropic"}}))
+    config = isolated_home / "config.toml"
+    config.write_text('[providers.anthropic]\nbase_url = "https://mine.example"\n')
+    before = config.read_bytes()
+    wired = run_switch("claude", "on", env=user)
+    assert wired.returncode == 0 and "previous ANTHROPIC_BASE_URL" not in wired.stdout
+    assert config.read_bytes() == before
+    run_switch("claude", "off", env=user)
+    assert json.loads(settings.read_text())["env"]["ANTHROPIC_BASE_URL"] == "https://gateway.example/anthropic"
+
+
+def test_claude_on_refuses_when_config_toml_cannot_take_the_gateway(isolated_home: Path, user: dict[str, str]) -> None:
+    settings = Path(user["HOME"]) / ".claude" / "settings.json"
+    original = json.dumps({"env": {"ANTHROPIC_BASE_URL": "https://gateway.example/anthropic"}})
+    settings.write_text(original)
+    (isolated_home / "config.toml").write_text("[providers\n")
+    result = run_switch("claude", "on", env=user)
+    assert result.returncode == 2 and "config.toml" in result.stderr and "Traceback" not in result.stderr
+    assert settings.read_text() == original
