@@ -61,6 +61,9 @@ class Provider(BaseModel):
     """With `api = "litellm"`: LiteLLM's name for the provider (`gemini`, `bedrock`, `ollama_chat`, ...)."""
     api_key_env: str | None = None
     """Environment variable holding the key; else the key stored with `switch keys set NAME`."""
+    auth: Literal["key", "none"] = "key"
+    """`none`: a server that takes calls without a key (a local vLLM, llama.cpp or LM Studio server): no key is
+    looked up and no Authorization header is sent."""
     reasoning_style: Literal["reasoning_effort", "chat_template_args", "thinking", "none"] = "reasoning_effort"
     """How the provider takes a reasoning request on chat completions."""
     reasoning_field: str = "reasoning_content"

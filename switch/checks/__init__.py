@@ -200,6 +200,9 @@ def _key_checks(settings: Settings, used: list[str]) -> list[Check]:
     found = keys.find_all({p: (settings.providers[p].api_key_env if p in settings.providers else None) for p in used})
     for provider in used:
         configured = settings.providers.get(provider)
+        if configured is not None and configured.auth == "none":
+            results.append(check(f"key:{provider}", True, f'{provider} needs no key (auth = "none")'))
+            continue
         env_var = configured.api_key_env if configured else None
         entry = found[provider]
         fix = f"export {env_var}=... or run `switch keys set {provider}`" if env_var else f"switch keys set {provider}"

@@ -38,6 +38,8 @@ class Target:
     chat: ChatTarget | None
     litellm_provider: str | None = None
     """With api `litellm`: LiteLLM's provider name, the prefix of the model LiteLLM is asked for."""
+    keyless: bool = False
+    """The provider takes calls without a key (`auth = "none"`): none is looked up or sent."""
 
 
 def resolve_target(settings: Settings, reference: str, native_api: Api = "anthropic") -> Target:
@@ -78,4 +80,5 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
         provider.api_key_env,
         chat,
         provider.litellm_provider,
+        provider.auth == "none",
     )

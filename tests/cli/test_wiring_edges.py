@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
+import openai
 import pytest
 
 from tests.commands import run_switch
-from tests.fake_upstream import FakeAnthropicUpstream
+from tests.conftest import Proxy
+from tests.fake_upstream import FakeAnthropicUpstream, FakeChatUpstream
 from tests.servers import free_port, serve, serve_process, wait_until
 
 
@@ -87,3 +90,66 @@ def test_claude_on_refuses_when_config_toml_cannot_take_the_gateway(isolated_hom
     result = run_switch("claude", "on", env=user)
     assert result.returncode == 2 and "config.toml" in result.stderr and "Traceback" not in result.stderr
     assert settings.read_text() == original
+
+
+# ---- langchain off ----------------------------------------------------------------------------------------------
+
+
+def test_langchain_off_removes_the_empty_deepagents_folder_that_on_created(user: dict[str, str]) -> None:
+    folder = Path(user["HOME"]) / ".deepagents"
+    assert not folder.exists()
+    assert run_switch("langchain", "on", env=user).returncode == 0
+    assert (folder / "config.toml").exists()
+    assert run_switch("langchain", "off", env=user).returncode == 0
+    assert not folder.exists()
+
+
+def test_langchain_off_keeps_a_deepagents_folder_it_did_not_create_or_that_holds_more(user: dict[str, str]) -> None:
+    folder = Path(user["HOME"]) / ".deepagents"
+    folder.mkdir()
+    assert run_switch("langchain", "on", env=user).returncode == 0
+    assert run_switch("langchain", "off", env=user).returncode == 0
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    folder.rmdir()
+    assert run_switch("langchain", "on", env=user).returncode == 0
+    (folder / "history.jsonl").write_text("{}\n")  # deepagents' own file, written while switch was on
+    assert run_switch("langchain", "off", env=user).returncode == 0
+    assert [path.name for path in folder.iterdir()] == ["history.jsonl"]
+
+
+# ---- a local server without auth --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic"])
+def test_a_provider_with_auth_none_is_called_without_any_key(
+    isolated_home: Path, start_proxy: Callable[..., Proxy], api: str
+) -> None:
+    local = FakeChatUpstream() if api == "openai-chat" else FakeAnthropicUpstream()
+    with serve(local) as url:
+        base = url + "/v1" if api == "openai-chat" else url
+        proxy = start_proxy(
+            f'[defaults]\nmodel = "local/qwen3"\n\n[providers.local]\napi = "{api}"\n'
+            f'base_url = "{base}"\nauth = "none"\n'
+        )
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-the-harness-own-key", max_retries=0)
+        answer = client.chat.completions.create(model="qwen3", messages=[{"role": "user", "content": "hi"}])
+        assert answer.choices[0].message.content
+        headers = local.received[-1].headers
+        assert "authorization" not in headers and "x-api-key" not in headers
+        assert "sk-the-harness-own-key" not in " ".join(headers.values())
+        (record,) = proxy.sink.wait(1)
+        assert record.outcome == "completed" and record.provider == "local"
+    doctor = run_switch("doctor")
+    assert 'local needs no key (auth = "none")' in doctor.stdout
+
+
+def test_a_provider_without_auth_none_still_asks_for_its_key(
+    isolated_home: Path, start_proxy: Callable[..., Proxy]
+) -> None:
+    local = FakeChatUpstream()
+    with serve(local) as url:
+        proxy = start_proxy(f'[defaults]\nmodel = "local/qwen3"\n\n[providers.local]\nbase_url = "{url}/v1"\n')
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-the-harness-own-key", max_retries=0)
+        with pytest.raises(openai.AuthenticationError, match="switch keys set local"):
+            client.chat.completions.create(model="qwen3", messages=[{"role": "user", "content": "hi"}])
+    assert local.received == []
