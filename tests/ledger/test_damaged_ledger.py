@@ -151,3 +151,30 @@ def test_any_bytes_in_place_of_the_ledger_are_read_or_refused_with_the_file_name
             connection.close()
     problem = ledger_problem(path)
     assert problem is None or problem.startswith(f"{path}: ")
+
+
+def test_a_running_proxy_on_a_damaged_ledger_spills_and_status_names_the_cause_then_the_fix_works(
+    isolated_home: Path,
+) -> None:
+    import httpx
+
+    from tests.servers import free_port, serve_process
+
+    path = isolated_home / "ledger.db"
+    garbage(path)
+    port = free_port()
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {port}\n")
+    with serve_process(port, {}):
+        # A call refused for its body still gets its row: into the spill file, as the database takes none.
+        refused = httpx.post(f"http://127.0.0.1:{port}/v1/messages", content=b"{not json", timeout=30)
+        assert refused.status_code == 400
+        health = lambda: httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()["ledger"]  # noqa: E731
+        wait_until(lambda: health()["spill_bytes"] > 0, 30, "the row to be spilled")
+        status = run_switch("status")
+        assert status.returncode == 0, status.stderr
+        assert f"rows wait in the spill file: {path}: is not an SQLite database" in status.stdout, status.stdout
+        assert f"mv {path} {path}.old" in status.stdout and "free disk space" not in status.stdout
+        path.rename(path.with_name("ledger.db.old"))  # the fix, as status gives it
+        wait_until(lambda: health()["spill_bytes"] == 0 and path.exists() and _count(path) == 1, 30, "the replay")
+        assert "warning" not in run_switch("status").stdout
+    assert path.with_name("ledger.db.old").read_text() == "garbage\n"
