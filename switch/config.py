@@ -26,12 +26,13 @@ effort_levels = ["low", "high", "max"]
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from switch import locations
 from switch.budgets.rules import Budget, BudgetAction, check_budgets
@@ -43,6 +44,7 @@ APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses", "litell
 FallbackTrigger = Literal["connect", "timeout", "5xx", "429", "no_key", "context_window"]
 FALLBACK_TRIGGERS: tuple[FallbackTrigger, ...] = ("connect", "timeout", "5xx", "429", "no_key", "context_window")
 NATIVE = "native"
+PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
 
 
 class Provider(BaseModel):
@@ -60,6 +62,9 @@ class Provider(BaseModel):
     """With `api = "litellm"`: LiteLLM's name for the provider (`gemini`, `bedrock`, `ollama_chat`, ...)."""
     api_key_env: str | None = None
     """Environment variable holding the key; else the key stored with `switch keys set NAME`."""
+    auth: Literal["key", "none"] = "key"
+    """`none`: a server that takes calls without a key (a local vLLM, llama.cpp or LM Studio server): no key is
+    looked up and no Authorization header is sent."""
     reasoning_style: Literal["reasoning_effort", "chat_template_args", "thinking", "none"] = "reasoning_effort"
     """How the provider takes a reasoning request on chat completions."""
     reasoning_field: str = "reasoning_content"
@@ -112,7 +117,9 @@ class Server(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
-    port: int = 8742
+    # Strict: a TOML string ("8742") or float is refused rather than coerced, like every other typo.
+    port: int = Field(default=8742, ge=1, le=65535, strict=True)
+    """TCP port the proxy listens on: a whole number from 1 to 65535."""
     max_body_bytes: int = 32 * 1024 * 1024
     """Largest request body accepted; larger ones get 413."""
     ping_interval: float = 10.0
@@ -179,6 +186,20 @@ class Settings(BaseModel):
     """`[[budgets]]`: caps in USD per period with their actions (see `switch.budgets.rules`)."""
     team: Team | None = None
     """The team ledger on PostgreSQL (switch.team); None: nothing is shipped."""
+
+    @field_validator("prices")
+    @classmethod
+    def _prices_are_prices(cls, prices: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        # A negative or misspelt price would turn into a wrong cost on every call (or a silent $0 input).
+        for model, fields in prices.items():
+            for name, value in fields.items():
+                if name not in PRICE_FIELDS:
+                    raise ValueError(
+                        f'"{model}".{name} is not a price (allowed: {", ".join(PRICE_FIELDS)}); fix its spelling'
+                    )
+                if not math.isfinite(value) or value < 0:
+                    raise ValueError(f'"{model}".{name} = {value}: a price is USD per million tokens, 0 or more')
+        return prices
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {

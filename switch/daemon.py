@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from switch import locations
+from switch.child import serve_argv
 from switch.errors import SwitchError
 from switch.files import atomic_write
 
@@ -78,9 +78,17 @@ def read_record() -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError):
         return None
+    # A damaged record (hand-edited, half-written by an older switch) describes no proxy: as if absent.
+    if not isinstance(record, dict) or not _whole(record.get("pid"), 1) or not _whole(record.get("port"), 1, 65535):
+        return None
+    return record
+
+
+def _whole(value: Any, lowest: int, highest: int | None = None) -> bool:
+    return type(value) is int and value >= lowest and (highest is None or value <= highest)
 
 
 def this_home() -> str:
@@ -193,7 +201,7 @@ def start(port: int, wait: float = 15.0) -> dict[str, Any]:
     with open(log_path(), "ab") as log:
         os.chmod(log_path(), 0o600)
         process = subprocess.Popen(
-            [sys.executable, "-m", "switch", "serve", "--port", str(port), "--log-level", "info"],
+            serve_argv(port, "--log-level", "info"),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -4,6 +4,7 @@
     ├── ConfigError             config.toml or a preset is invalid (names the file and key)
     │   └── PresetError
     ├── KeyMissingError         no API key for a provider (names the command that sets one)
+    ├── LedgerError             ledger.db cannot be read as a switch ledger (names the file, the cause, the fix)
     ├── RoutingError            no route can serve the call
     ├── ClientRequestError      the caller's request is malformed (400-class, in the caller's format)
     │   └── TranslationError    the request uses a feature the upstream cannot represent
@@ -41,6 +42,10 @@ class KeyMissingError(SwitchError):
         )
         super().__init__(f"no API key for provider '{provider}': {where}")
         self.provider = provider
+
+
+class LedgerError(SwitchError):
+    """The ledger file is damaged, foreign, from a newer switch, or cannot be opened."""
 
 
 class RoutingError(SwitchError):

@@ -13,7 +13,11 @@ def endpoint(api: str, base_url: str) -> str:
 
 
 def auth_headers(api: str, key: str) -> list[tuple[str, str]]:
-    """The headers that carry `key` to `api` (Anthropic's own scheme, else a bearer token)."""
+    """The headers that carry `key` to `api` (Anthropic's own scheme, else a bearer token); none for no key."""
     if api == "anthropic":
-        return [("x-api-key", key), ("anthropic-version", ANTHROPIC_VERSION)]
-    return [("authorization", "Bearer " + key)]
+        return (
+            [("x-api-key", key), ("anthropic-version", ANTHROPIC_VERSION)]
+            if key
+            else [("anthropic-version", ANTHROPIC_VERSION)]
+        )
+    return [("authorization", "Bearer " + key)] if key else []

@@ -15,7 +15,7 @@ from typing import Any
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header, Input, Select, TabbedContent
+from textual.widgets import Footer, Header, Input, Select, Static, TabbedContent
 
 from .data import RANGES, Ledger, now_seconds
 from .panes.base import LedgerPane
@@ -62,6 +62,8 @@ class SwitchDashboard(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        # Stays while the ledger cannot be read (a toast would vanish with the cause still there).
+        yield Static(id="ledger-problem", markup=False)
         with TabbedContent(initial="overview"):
             yield OverviewPane(self.ledger, self.clock)
             yield CallsPane(self.ledger, self.clock)
@@ -94,6 +96,11 @@ class SwitchDashboard(App[None]):
 
     def refresh_data(self) -> None:
         """Ask the visible pane to reload."""
+        if self.ledger_problem is not None and self.ledger.problem() is None:
+            # Fixed (the file moved aside, a new ledger started): read the file at the path from now on.
+            self.ledger_problem = None
+            self.ledger.reopen()
+            self.query_one("#ledger-problem", Static).display = False
         pane = self.query_one(TabbedContent).active_pane
         if isinstance(pane, LedgerPane):
             pane.reload(self.range_key)
@@ -115,9 +122,14 @@ class SwitchDashboard(App[None]):
     @on(LedgerPane.ReadFailed)
     def _ledger_unreadable(self, message: LedgerPane.ReadFailed) -> None:
         # Every poll retries; saying it once per distinct cause keeps a lasting problem from flooding the screen.
-        if message.reason != self.ledger_problem:
-            self.ledger_problem = message.reason
-            self.notify(f"Could not read the ledger: {message.reason}", severity="error", markup=False)
+        # The file's own damage is named with its fix, whatever query tripped over it first.
+        reason = self.ledger.problem() or message.reason
+        banner = self.query_one("#ledger-problem", Static)
+        banner.update(f"Ledger unreadable: {reason}")
+        banner.display = True
+        if reason != self.ledger_problem:
+            self.ledger_problem = reason
+            self.notify(f"Could not read the ledger: {reason}", severity="error", markup=False)
 
     def action_show_tab(self, tab: str) -> None:
         """Switch to a tab."""

@@ -87,6 +87,18 @@ class Ledger:
             self.connection = queries.connect(self.path)
         return self.connection
 
+    def problem(self) -> str | None:
+        """Why the ledger file cannot be read, with the fix (None: it reads now); looks at the file afresh."""
+        from switch.ledger.db import ledger_problem
+
+        return ledger_problem(self.path)
+
+    def reopen(self) -> None:
+        """Forget the connection, so the next read opens the file now at the path (one moved aside is left alone)."""
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            connection.close()
+
 
 def since_of(range_key: str, now: float) -> float | None:
     """Start of the range."""

@@ -44,6 +44,17 @@ def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
             f"can be written{cause}",
             "free disk space under SWITCH_HOME (they are written once possible; stopping the proxy now loses them)",
         )
+    damage = _ledger_damage() if ledger.get("spill_bytes") or ledger.get("unsaved") else None
+    if damage is not None:
+        # The file itself is the cause (garbage, another program's database): no lock or disk space fixes that.
+        cause, fix = damage
+        held = f"{ledger.get('spilled_rows', 0)} rows wait in the spill file" if ledger.get("spill_bytes") else ""
+        unsaved = f"{ledger['unsaved']} calls held only in memory" if ledger.get("unsaved") else ""
+        return (
+            False,
+            f"{' and '.join(part for part in (held, unsaved) if part)}: {cause}",
+            (f"{fix}; the proxy then writes them there on its own"),
+        )
     if ledger.get("spill_bytes"):
         return (
             False,
@@ -53,6 +64,23 @@ def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
             "the rows are replayed on their own",
         )
     return True, f"writer alive, {ledger.get('queued', 0)} queued, nothing spilled", None
+
+
+def _ledger_damage() -> tuple[str, str] | None:
+    """(what is wrong with ledger.db, the fix) when the file is not a ledger this switch reads, else None."""
+    from switch.ledger.db import ledger_problem
+
+    problem = ledger_problem()
+    if problem is None:
+        return None
+    cause, _, fix = problem.partition("; ")
+    return cause, fix
+
+
+def ledger_file_check() -> Check | None:
+    """A failed finding when ledger.db is damaged, foreign or from a newer switch (None: it reads, or none yet)."""
+    damage = _ledger_damage()
+    return None if damage is None else check("ledger-file", False, *damage)
 
 
 def config_check() -> tuple[Settings | None, Check]:
@@ -76,7 +104,9 @@ def config_check() -> tuple[Settings | None, Check]:
             f"{', '.join(sorted(settings.providers))} (or add a [providers.{provider}] table)"
         )
         return settings, check("config", False, exc.message, fix)
-    return settings, check("config", True, "config.toml is valid")
+    if not path.exists():
+        return settings, check("config", True, f"no config.toml ({path}): running on the built-in defaults")
+    return settings, check("config", True, f"config.toml is valid ({path})")
 
 
 def fallback_port() -> int:
@@ -185,6 +215,9 @@ def _key_checks(settings: Settings, used: list[str]) -> list[Check]:
     found = keys.find_all({p: (settings.providers[p].api_key_env if p in settings.providers else None) for p in used})
     for provider in used:
         configured = settings.providers.get(provider)
+        if configured is not None and configured.auth == "none":
+            results.append(check(f"key:{provider}", True, f'{provider} needs no key (auth = "none")'))
+            continue
         env_var = configured.api_key_env if configured else None
         entry = found[provider]
         fix = f"export {env_var}=... or run `switch keys set {provider}`" if env_var else f"switch keys set {provider}"
@@ -284,6 +317,9 @@ def diagnose(probe: bool = False) -> list[Check]:
         results.append(running)
     if state.health is not None and isinstance(state.health.get("ledger"), dict):
         results.append(check("ledger", *ledger_summary(state.health["ledger"])))
+    damaged = ledger_file_check()
+    if damaged is not None:
+        results.append(damaged)
     if settings.team is not None:
         from switch.checks.team import team_check
 
@@ -342,6 +378,7 @@ __all__ = [
     "fail_open_check",
     "fallback_port",
     "key_sources",
+    "ledger_file_check",
     "ledger_summary",
     "preset_statuses",
     "probe_proxy",

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import errno
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
+
+try:  # typer carries its own copy of click; its usage errors are these classes, not the `click` package's
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # a typer from before it carried click
+    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[assignment,no-redef,unused-ignore]
 from typer.core import TyperGroup
 
 from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve, service, team
@@ -29,20 +34,53 @@ class _ReportingGroup(TyperGroup):
     Sub-command groups run inside the root group's `invoke`, so this one place covers every command.
     """
 
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        # The root's own options (`switch --bogus`) are parsed here, before `invoke`.
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except UsageError as exc:
+            _usage_line(exc)
+
     def invoke(self, ctx: Any) -> Any:  # typer's own copy of click.Context
         from switch.errors import SwitchError
 
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise  # click shows the help, which is what was asked for
+        except UsageError as exc:
+            _usage_line(exc)
         except SwitchError as exc:
             typer.echo(f"switch: {exc.message}", err=True)
             raise typer.Exit(EXIT_USAGE) from None
-        except OSError as exc:
+        except Exception as exc:
+            _reported_ledger_failure(exc)
+            if not isinstance(exc, OSError):
+                raise
             if exc.errno == errno.EPIPE:
                 raise  # typer quiets a closed pipe (`switch calls | head`) itself
             where = f": {exc.filename}" if exc.filename else ""
             typer.echo(f"switch: {exc.strerror or exc}{where}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
+
+
+def _reported_ledger_failure(exc: BaseException) -> None:
+    """A ledger read that failed past opening (a damaged page deep in the file): one line with the cause and fix."""
+    import sqlite3
+
+    if isinstance(exc, sqlite3.DatabaseError):
+        from switch import locations
+        from switch.ledger.db import unreadable_message
+
+        typer.echo(f"switch: {unreadable_message(locations.ledger_file(), exc)}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _usage_line(exc: UsageError) -> NoReturn:
+    """A mistyped command or option as one `switch: …` line, like every other error (click's takes four)."""
+    where = exc.ctx.command_path if exc.ctx is not None else "switch"
+    typer.echo(f"switch: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
+    raise typer.Exit(EXIT_USAGE) from None
 
 
 app = typer.Typer(

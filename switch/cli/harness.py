@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from switch.cli.serve import checked_port
+
 
 def _port() -> int:
     from switch import daemon
@@ -45,6 +47,12 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                 typer.echo(f"claude: on ({path}). Claude Code now talks to switch; start it as usual (`claude`).")
                 typer.echo(_statusline_note(statusline))
                 typer.echo(_window_note(served))
+                gateway = wiring.chained_gateway()
+                if gateway is not None:
+                    typer.echo(
+                        f"Native calls: to your previous ANTHROPIC_BASE_URL, {gateway} ([providers.anthropic] "
+                        "base_url in switch's config.toml while wired; `switch claude off` restores both files)."
+                    )
             elif harness == "codex":
                 path, profile, migrated = wiring.codex_on(port, summary, _codex_window_keys())
                 typer.echo(f"codex: on ({path}: the `switch` provider; {profile}: the `switch` profile).")
@@ -243,7 +251,9 @@ def register(app: typer.Typer) -> None:
         _toggle("langchain", action)
 
     @app.command()
-    def up(port: int = typer.Option(None, help="Port (default: [server] port, 8742).")) -> None:
+    def up(
+        port: int = typer.Option(None, help="Port (default: [server] port, 8742).", callback=checked_port(1)),
+    ) -> None:
         """Run the proxy in the background."""
         from switch import daemon
         from switch.cli.serve import startup_checks
@@ -304,9 +314,19 @@ def register(app: typer.Typer) -> None:
         }
         if config_error is not None:
             result["config_error"] = config_error
+        routing = (result.get("health") or {}).get("preset")
+        if result.get("running") and isinstance(routing, dict) and routing.get("error"):
+            # The proxy refused the preset the file names and kept the last good one: say which one routes.
+            result["preset"] = routing.get("name")
+            result["preset_error"] = routing["error"]
         team = _team_lag() if config_error is None else None
         if team is not None:
             result["team"] = team
+        from switch.checks import ledger_file_check
+
+        damaged = ledger_file_check()
+        if damaged is not None:
+            result["ledger_file"] = damaged
         if as_json:
             typer.echo(json.dumps(result, indent=2))
         elif result.get("running"):
@@ -333,6 +353,8 @@ def register(app: typer.Typer) -> None:
 
                 ok, line, fix = ledger_summary(ledger)
                 typer.echo(f"ledger: {line}" if ok else f"warning: ledger: {line}\n  fix: {fix}")
+                if not ok:  # a failing summary already names the file's own damage
+                    damaged = None
             budgets = (result.get("health") or {}).get("budgets")
             if isinstance(budgets, list):
                 from switch.budgets.status import notices
@@ -354,6 +376,13 @@ def register(app: typer.Typer) -> None:
             )
         else:
             typer.echo("not running (start it with `switch up`, or `switch serve` in the foreground)")
+        if result.get("preset_error") and not as_json:
+            typer.echo(
+                f"warning: the proxy kept preset {result['preset']}: {result['preset_error']}\n"
+                "  fix: correct the file named above (the proxy takes it within a second), or `switch use NAME`"
+            )
+        if damaged and not as_json:
+            typer.echo(f"warning: ledger: {damaged['detail']}\n  fix: {damaged['fix']}")
         if team is not None and not as_json:
             typer.echo(team["line"] if team["ok"] else f"warning: {team['line']}\n  fix: {team['fix']}")
         if config_error is not None:

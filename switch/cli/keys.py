@@ -45,7 +45,14 @@ def register(app: typer.Typer) -> None:
         if sys.stdin.isatty():
             secret = getpass.getpass(f"API key for {provider} (input hidden): ")
         else:
-            secret = sys.stdin.readline()
+            # The whole input, not its first line: a second line would otherwise be dropped without a word.
+            lines = [line for line in sys.stdin.read().splitlines() if line.strip()]
+            if len(lines) > 1:
+                _fail(
+                    f"standard input holds {len(lines)} lines; a key is one line: pipe the key alone "
+                    f"(`printf '%s' \"$KEY\" | switch keys set {provider}`); nothing stored"
+                )
+            secret = lines[0] if lines else ""
         if not secret.strip():
             _fail("no key given; nothing stored")
         typer.echo(keys.store(provider, secret))

@@ -103,14 +103,16 @@ def register(app: typer.Typer) -> None:
         if not rows and not refused:
             typer.echo("No calls in that range.")
             return
-        header = f"{(by or 'total'):<28} {'spend':>12} {'native':>12} {'saved':>12} {'calls':>7} {'errors':>6}"
+        # Wide enough for the longest group: a session id cut short finds nothing in `statusline --session`.
+        width = max([28, *(len(str(row["grp"])) for row in rows)])
+        header = f"{(by or 'total'):<{width}} {'spend':>12} {'native':>12} {'saved':>12} {'calls':>7} {'errors':>6}"
         typer.echo(header + f" {'cache hit':>9} {'TTFT p50':>10} {'tok/s p50':>9}")
         for row in rows:
             hit = "-" if row["cache_hit_rate"] is None else f"{row['cache_hit_rate']:.0%}"
             tps = "-" if row["median_output_tps"] is None else f"{row['median_output_tps']:.0f}"
             unpriced = f" ({row['unpriced']} unpriced)" if row["unpriced"] else ""
             typer.echo(
-                f"{str(row['grp'])[:28]:<28} {micros_to_usd(row['spend_micros']):>12} "
+                f"{str(row['grp']):<{width}} {micros_to_usd(row['spend_micros']):>12} "
                 f"{micros_to_usd(row['native_micros']):>12} {micros_to_usd(row['savings_micros']):>12} "
                 f"{row['calls']:>7} {row['errors']:>6} {hit:>9} {_ms(row['median_ttft_ms']):>10} {tps:>9}{unpriced}"
             )
@@ -120,7 +122,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def calls(
-        limit: int = typer.Option(20, help="How many of the latest calls."),
+        limit: int = typer.Option(20, min=1, help="How many of the latest calls (1 or more)."),
         follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new calls."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
     ) -> None:
@@ -166,16 +168,27 @@ def register(app: typer.Typer) -> None:
         since: str = typer.Option(None, help="Start: 1h, 24h, 7d, today, or an ISO date."),
         until: str = typer.Option(None, help="End, same forms."),
         output: str = typer.Option(None, help="File to write (default: standard output)."),
+        readable: bool = typer.Option(
+            False,
+            "--readable",
+            help="Times as ISO 8601 (local, with UTC offset) and money in US dollars (*_usd columns), instead of "
+            "epoch seconds (started_at) and integer micro-dollars (*_micros).",
+        ),
     ) -> None:
-        """Every recorded call, as CSV or JSON lines."""
+        """Every recorded call, as CSV or JSON lines (started_at in epoch seconds, money in micro-dollars)."""
         from switch.errors import SwitchError
         from switch.ledger.columns import COLUMNS
+        from switch.ledger.db import open_read_only
+        from switch.ledger.export import readable_names, readable_row
         from switch.ledger.queries import iterate
 
         if format not in ("csv", "jsonl"):
             typer.echo("switch: --format must be csv or jsonl", err=True)
             raise typer.Exit(2)
         start, end = _times(since, until)
+        # Opened before the output, so a damaged ledger leaves no half-made file behind.
+        connection = open_read_only()
+        names = ["id", *COLUMNS]
         try:
             handle = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
         except OSError as exc:
@@ -183,19 +196,27 @@ def register(app: typer.Typer) -> None:
                 f"cannot write {output}: {exc.strerror}; give --output a file in a folder that exists and you can "
                 "write to"
             ) from None
+        if connection is None:
+            # Said on stderr: `switch export > calls.csv` gets the header alone, not this sentence.
+            typer.echo("switch: no calls recorded yet; the export has none", err=True)
         try:
-            rows = iterate(_connection(), start, end)
+            rows = iterate(connection, start, end) if connection is not None else iter(())
+            if readable:
+                rows = map(readable_row, rows)
+                names = readable_names(names)
             if format == "jsonl":
                 for row in rows:
                     handle.write(json.dumps(row) + "\n")
             else:
-                writer = csv.DictWriter(handle, fieldnames=["id", *COLUMNS])
+                writer = csv.DictWriter(handle, fieldnames=names)
                 writer.writeheader()
                 for row in rows:
                     writer.writerow(row)
         finally:
             if output:
                 handle.close()
+            if connection is not None:
+                connection.close()
 
     @app.command()
     def prices(

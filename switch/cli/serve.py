@@ -21,6 +21,18 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def checked_port(lowest: int) -> Any:
+    """A typer callback refusing a `--port` outside `lowest`..65535 (click's own check would wrap it modulo 65536)."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and not lowest <= value <= 65535:
+            free = " (0 picks a free one)" if lowest == 0 else ""
+            raise typer.BadParameter(f"{value} is not a port; give a whole number from 1 to 65535{free}")
+        return value
+
+    return check
+
+
 def _tune_gc() -> None:
     """Fewer, cheaper garbage collections for a long-running server.
 
@@ -79,6 +91,27 @@ def _port_taken(host: str, port: int) -> str:
         f"port {port} on {host} is already taken by {holder}; pick another with `switch serve --port N` "
         "or set [server] port in config.toml"
     )
+
+
+def _refuse_a_second_proxy(configured: int, port: int) -> None:
+    """Stop when this home's proxy already runs elsewhere: two would share one ledger and one spill file."""
+    from switch import daemon
+    from switch.errors import SwitchError
+
+    running = daemon.status(configured)
+    if running.get("running") and running.get("port") != port:
+        raise SwitchError(
+            f"this home's proxy already runs on 127.0.0.1:{running['port']} (pid {running.get('pid')}); use it, or "
+            "stop it first with `switch down` (or Ctrl-C where `switch serve` runs): two proxies of one home "
+            "would share its ledger"
+        )
+
+
+def _stopped_line(recorder: Any) -> str:
+    """What a stopped proxy says (Ctrl-C, SIGTERM): that it stopped, and where its calls went."""
+    written = recorder.written
+    waiting = f"; the rest wait in {recorder.spill} for the next start" if recorder.spill_pending() else ""
+    return f"switch proxy stopped; {written} call{'s' if written != 1 else ''} written to the ledger{waiting}"
 
 
 def startup_checks() -> tuple[Any, Any]:
@@ -150,7 +183,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
         host: str = typer.Option(None, help="Address to bind (default 127.0.0.1)."),
-        port: int = typer.Option(None, help="Port to listen on (default 8742; 0 picks a free one)."),
+        port: int = typer.Option(
+            None, help="Port to listen on (default 8742; 0 picks a free one).", callback=checked_port(0)
+        ),
         log_level: str = typer.Option("warning", help="uvicorn log level."),
         fail_open: bool = typer.Option(
             False,
@@ -192,6 +227,9 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
+        if inherited is None:
+            # (With a socket handed over, the service manager holds the port: probing it would wait on ourselves.)
+            _refuse_a_second_proxy(int(loaded.server["port"]), settings.server.port)
         listener = inherited if inherited is not None else _listen(settings.server.host, settings.server.port)
         from switch.config import litellm_names
         from switch.ledger.pricer import Pricer
@@ -245,9 +283,12 @@ def register(app: typer.Typer) -> None:
         try:
             server.run(sockets=[listener])
         finally:
+            # uvicorn raises Ctrl-C again once it has shut down: this runs for it too.
             listener.close()
             recorder.close()
             if shipper is not None:
                 shipper.stop()
+            if server.started:
+                typer.echo(_stopped_line(recorder))
         if not server.started:
             sys.exit(1)

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from switch.child import serve_argv
 from switch.demo.upstream import SimulatedKimi
 
 BANNER = "switch demo: SIMULATED upstream (demo/kimi-sim models, demo prices); no key, nothing leaves 127.0.0.1."
@@ -142,7 +143,7 @@ def proxy_process(home: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
     log.mkdir(parents=True, exist_ok=True)
     with open(log / "demo-proxy.log", "wb") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "switch", "serve", "--port", str(port)],
+            serve_argv(port),
             env=env,
             stdout=output,
             stderr=subprocess.STDOUT,

@@ -205,6 +205,8 @@ def create_app(
 
     async def healthz(_request: Request) -> Response:
         payload: dict[str, Any] = {"status": "ok", "uptime_s": round(time.time() - started, 1), **identity}
+        # What routes calls now: after a broken edit that is the last good preset, not the one the file names.
+        payload["preset"] = {"name": presets.active.name, "error": presets.error}
         if service:
             payload["service"] = service
         if fail_open is not None and fail_open.active:

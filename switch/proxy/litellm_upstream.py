@@ -198,7 +198,7 @@ class LiteLLMPath:
         """Serve one attempt through LiteLLM; a `Failure` when the next target should serve instead."""
         provider = target.litellm_provider or target.provider
         key = self.keys.get(target.provider)
-        if not key and provider not in KEYLESS_PROVIDERS:
+        if not key and provider not in KEYLESS_PROVIDERS and not target.keyless:
             status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await fail(attempt, Failure(status, message, "rejected", "no_key"))
         assert target.chat is not None

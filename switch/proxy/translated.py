@@ -90,8 +90,8 @@ class TranslatedPath:
 
     async def serve(self, attempt: Attempt, upstream: UpstreamApi, request: Request, target: Target) -> Failure | None:
         """Translate and serve one attempt; a `Failure` when the next target should serve instead."""
-        key = self.keys.get(target.provider)
-        if not key:
+        key = self.keys.get(target.provider) or ""
+        if not key and not target.keyless:
             status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await fail(attempt, Failure(status, message, "rejected", "no_key"))
         body = await upstream_body(

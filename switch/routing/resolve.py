@@ -42,6 +42,8 @@ class Target:
     """The model's context window in tokens (None: unknown, nothing enforced; see `switch.ledger.limits`)."""
     output_limit: int | None = None
     """The most output tokens the model gives; `max_tokens` sent upstream never exceeds it (None: unknown)."""
+    keyless: bool = False
+    """The provider takes calls without a key (`auth = "none"`): none is looked up or sent."""
 
 
 def resolve_target(settings: Settings, reference: str, native_api: Api = "anthropic") -> Target:
@@ -82,4 +84,5 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
         provider.api_key_env,
         chat,
         provider.litellm_provider,
+        provider.auth == "none",
     )

@@ -35,6 +35,7 @@ from switch.wiring.codex import (
     codex_user_notify,
     legacy_profile,
 )
+from switch.wiring.gateway import chained_gateway
 from switch.wiring.langchain import (
     DEEPAGENTS_MODEL,
     deepagents_config_path,
@@ -59,6 +60,7 @@ __all__ = [
     "claude_on",
     "claude_settings_path",
     "claude_statusline",
+    "chained_gateway",
     "codex_config_path",
     "codex_home",
     "codex_profile_keys",

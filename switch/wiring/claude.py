@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from switch.files import atomic_write, digest
+from switch.wiring.gateway import chain_gateway, unchain_gateway
 from switch.wiring.records import ABSENT, WiringError, hook_argv, load_record, proxy_url, record_path, save_record
 
 
@@ -87,6 +88,8 @@ def claude_on(port: int, statusline: bool = True, model_env: dict[str, str] | No
     if env is not None and not isinstance(env, dict):
         raise WiringError(f"{path}: 'env' must be an object; switch did not change it")
     if record is None:
+        # Before settings.json changes: a config.toml that cannot take the gateway leaves both files as they are.
+        chain_gateway((env or {}).get("ANTHROPIC_BASE_URL"), wanted["ANTHROPIC_BASE_URL"])
         record = {
             "path": str(path),
             "original": raw.decode("utf-8") if raw is not None else None,
@@ -166,6 +169,7 @@ def claude_off() -> Path | None:
         if changed:
             atomic_write(path, (json.dumps(settings, indent=indent_of(raw), ensure_ascii=False) + "\n").encode())
     record_path("claude").unlink()
+    unchain_gateway()
     return path
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from switch.routing.classify import CLASSIFYING_MODEL, ROLES
-from switch.wiring.records import proxy_url
+from switch.wiring.records import load_record, proxy_url, save_record
 from switch.wiring.toml_files import toml_off, toml_on
 
 
@@ -38,12 +38,25 @@ def deepagents_tables(port: int) -> dict[tuple[str, ...], dict[str, Any]]:
 
 def langchain_on(port: int) -> Path:
     """Add a `switch` provider to deepagents-code's config (idempotent)."""
-    return toml_on("langchain", deepagents_config_path(), deepagents_tables(port))[0]
+    path = deepagents_config_path()
+    created = None if path.parent.exists() or load_record("langchain") is not None else str(path.parent)
+    written = toml_on("langchain", path, deepagents_tables(port))[0]
+    if created is not None:
+        # `off` takes away the folder made here too, if nothing else has been put in it since.
+        save_record("langchain", {**(load_record("langchain") or {}), "created_folder": created})
+    return written
 
 
 def langchain_off() -> Path | None:
-    """Undo `langchain_on`."""
-    return toml_off("langchain")
+    """Undo `langchain_on`, and remove ~/.deepagents/ when `on` made it and it is empty again."""
+    created = (load_record("langchain") or {}).get("created_folder")
+    restored = toml_off("langchain")
+    if created:
+        try:
+            Path(created).rmdir()  # only an empty folder: deepagents' own files keep it
+        except OSError:
+            pass
+    return restored
 
 
 _CLIENT_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")

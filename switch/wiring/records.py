@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from switch import locations
+from switch.child import python_argv
 from switch.errors import SwitchError
 from switch.files import atomic_write
 
@@ -54,4 +54,4 @@ def hook_argv(command: str) -> list[str]:
         "try: import switch.cli\nexcept ImportError: raise SystemExit(0)\n"
         "from switch.cli import main; main()"
     )
-    return [sys.executable, "-S", "-P", "-c", code, command]
+    return python_argv("-S", "-c", code, command)

@@ -157,6 +157,7 @@ def _preset(text: str) -> Callable[[Path], None]:
 BROKEN: dict[str, Broken] = {
     "malformed toml": Broken("config", "config.toml", "kimi-k3", _write("config.toml", "[server\nport = 1\n")),
     "bad type": Broken("config", "config.toml", "kimi-k3", _write("config.toml", '[server]\nport = "high"\n')),
+    "port out of range": Broken("config", "config.toml", "kimi-k3", _write("config.toml", "[server]\nport = 99999\n")),
     "unknown key": Broken("config", "config.toml", "kimi-k3", _write("config.toml", "[server]\nprot = 1\n")),
     "not UTF-8": Broken(
         "config", "config.toml", "kimi-k3", lambda home: (home / "config.toml").write_bytes(b"host = '\xff'\n")

@@ -130,7 +130,7 @@ def test_switch_restores_the_reasoning_the_simulated_upstream_requires(
     (home / "presets").mkdir()
     (home / "presets" / "demo.toml").write_text(preset_text(), encoding="utf-8")
     (home / "active-preset").write_text("demo", encoding="utf-8")
-    proxy = start_proxy(config_text(url, 0))
+    proxy = start_proxy(config_text(url, 8742))  # served in-process: the port is never bound
 
     workload = Workload(proxy.url)
     try:

@@ -15,9 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from switch import files, wiring
-from switch.wiring import windows
 from switch.cli import app
-from switch.wiring import CLASSIFYING_MODEL
+from switch.wiring import CLASSIFYING_MODEL, windows
 
 SETTINGS = """{
     "permissions": {

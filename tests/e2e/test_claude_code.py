@@ -153,3 +153,53 @@ def test_status_line_shows_the_served_model_in_the_interactive_cli(
         proxy.wait(timeout=30)
     rows = check_ledger(run, "claude-code")
     assert {row["session_id"] for row in rows} == {rows[0]["session_id"]}
+
+
+def test_claude_on_keeps_sending_native_calls_through_the_gateway_claude_code_used(
+    harness: Callable[..., Harness], claude_bin: Path
+) -> None:
+    """`switch claude on` then `claude`, as the README says, for a user whose settings.json set a gateway."""
+    from tests.fake_upstream import FakeAnthropicUpstream
+    from tests.servers import serve
+
+    run = harness(lambda request: Turn(text="Hello from Kimi."), [claude_bin])
+    (run.switch_home / "active-preset").write_text("native\n")  # every call to the harness's own provider
+    gateway = FakeAnthropicUpstream()
+    with serve(gateway) as gateway_url:
+        settings = Path(run.env["HOME"]) / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        original = json.dumps({"env": {"ANTHROPIC_BASE_URL": gateway_url + "/corp"}}, indent=2) + "\n"
+        settings.write_text(original)
+        config_before = (run.switch_home / "config.toml").read_bytes()
+
+        def switch(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "switch", *args], env=run.env, capture_output=True, text=True, timeout=120
+            )
+
+        assert switch("up").returncode == 0
+        try:
+            wired = switch("claude", "on")
+            assert wired.returncode == 0 and gateway_url + "/corp" in wired.stdout, wired.stderr
+            result = subprocess.run(
+                [str(claude_bin / "claude"), "-p", "say hi", "--output-format", "text"],
+                cwd=run.work,
+                env=run.env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                stdin=subprocess.DEVNULL,
+            )
+            assert result.returncode == 0, result.stderr
+            assert "Native hello" in result.stdout
+            assert any(received.path.startswith("/corp/v1/messages") for received in gateway.received)
+            assert run.upstream.received == []  # nothing went to the Kimi upstream
+        finally:
+            switch("claude", "off")
+            switch("down")
+    assert settings.read_text() == original
+    assert (run.switch_home / "config.toml").read_bytes() == config_before
+    rows = run.ledger()
+    messages = [received for received in gateway.received if received.path.startswith("/corp/v1/messages?")]
+    assert len(rows) == len(messages) and {row["provider"] for row in rows} == {"anthropic"}
+    assert {(row["harness"], row["outcome"]) for row in rows} == {("claude-code", "completed")}

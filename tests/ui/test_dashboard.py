@@ -275,18 +275,34 @@ async def test_an_unreadable_ledger_is_reported_once_and_presets_still_work(
     path = isolated_home / "ledger.db"
     path.write_bytes(b"not a database, just bytes " * 512)
     app = make_app(path, clock=lambda: FROZEN_NOW, poll=3600)
+    toasts: list[str] = []
+    notify = app.notify
+    monkeypatch.setattr(app, "notify", lambda message, **options: (toasts.append(message), notify(message, **options)))
     async with app.run_test(size=(200, 60), notifications=True) as pilot:
         await settle(app, pilot)
         for _ in range(3):  # every poll fails the same way
             app.refresh_data()
             await settle(app, pilot)
-        problem = "Could not read the ledger: file is not a database"
-        await shown_eventually(app, pilot, problem)
-        await settle(app, pilot)
-        assert screen_text(app).count(problem) == 1
+        # The real cause and the fix, not SQLite's words alone; once as a toast, and in a banner that stays.
+        problem = f"Could not read the ledger: {path}: is not an SQLite database"
+        assert [text for text in toasts if text.startswith("Could not read")] == [toasts[0]]
+        assert toasts[0].startswith(problem) and "move it aside" in toasts[0]
+        banner = str(app.query_one("#ledger-problem", Static).render())
+        assert banner.startswith(f"Ledger unreadable: {path}: is not an SQLite database") and "move it aside" in banner
         table = await open_table(app, pilot, "p", "presets-table")
         assert "kimi-k3" in column(table, 1)
         assert "Proxy: not reachable on 127.0.0.1:9" in screen_text(app)
+        assert app.query_one("#ledger-problem", Static).display
+
+        # The fix as the banner gives it: the old file moved aside, a new ledger started there.
+        path.rename(path.with_name("ledger.db.old"))
+        seed_ledger(path, 5, FROZEN_NOW, 1800)
+        await pilot.press("o")
+        app.refresh_data()
+        await settle(app, pilot)
+        assert not app.query_one("#ledger-problem", Static).display
+        assert "5" in card(app, "calls")
+        assert path.with_name("ledger.db.old").read_bytes() == b"not a database, just bytes " * 512
 
 
 async def test_choosing_a_broken_preset_leaves_the_active_one_like_switch_use(

@@ -1,0 +1,165 @@
+"""A `switch.py` or `switch/` in the directory the user stands in is never run by switch's own child processes.
+
+Each test runs switch the way the installed `switch` script does (the working directory is not on the
+parent's path: `-P`) from a directory holding hostile code that leaves a marker file when imported, and
+checks that the proxy, the demo, `switch run` and both harness hooks work and the marker never appears.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from switch import wiring
+from switch.cli import app
+from tests.commands import stand_in
+from tests.servers import free_port
+
+FORMS = ("module", "package", "clone")
+
+
+def hostile_directory(tmp_path: Path, form: str) -> tuple[Path, Path]:
+    """A working directory whose `switch` is not switch: (the directory, the marker its code would write)."""
+    where = tmp_path / "project"
+    where.mkdir()
+    marker = tmp_path / "hostile-code-ran"
+    code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nraise SystemExit(3)\n"
+    if form == "module":
+        (where / "switch.py").write_text(code)
+        # A project file that shadows the standard library reaches every Python started with the directory on
+        # its path, even one that puts switch's own folder first.
+        (where / "json.py").write_text(code)
+    elif form == "package":
+        (where / "switch").mkdir()
+        (where / "switch" / "__init__.py").write_text(code)
+        (where / "switch" / "__main__.py").write_text(code)
+    else:
+        # A clone of switch's own repository, entered from its parent: a `switch/` folder with no __init__.py,
+        # which the working directory turns into a namespace package that shadows the installed one.
+        (where / "switch" / "docs").mkdir(parents=True)
+    return where, marker
+
+
+def switch_in(where: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`switch ARGS` run from `where` as the installed console script runs it (its cwd not on the path)."""
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "switch", *args],
+        cwd=where,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_up_starts_switchs_own_proxy_from_a_directory_with_its_own_switch(
+    isolated_home: Path, tmp_path: Path, form: str
+) -> None:
+    where, marker = hostile_directory(tmp_path, form)
+    port = free_port()
+    try:
+        started = switch_in(where, "up", "--port", str(port))
+        assert started.returncode == 0, started.stderr + started.stdout
+        assert f"started on 127.0.0.1:{port}" in started.stdout
+    finally:
+        switch_in(where, "down")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("form", FORMS[:2])
+def test_demo_runs_switchs_own_proxy_from_a_directory_with_its_own_switch(tmp_path: Path, form: str) -> None:
+    where, marker = hostile_directory(tmp_path, form)
+    (tmp_path / "user").mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "SWITCH_HOME"}
+    env["HOME"] = str(tmp_path / "user")
+    result = subprocess.run(
+        [sys.executable, "-P", "-m", "switch", "demo"],
+        cwd=where,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "SIMULATED" in result.stdout
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("form", FORMS[:2])
+def test_run_starts_switchs_own_proxy_from_a_directory_with_its_own_switch(
+    isolated_home: Path, tmp_path: Path, form: str
+) -> None:
+    where, marker = hostile_directory(tmp_path, form)
+    (isolated_home / "config.toml").write_text(f"[server]\nport = {free_port()}\n")
+    path = stand_in(
+        tmp_path,
+        "claude",
+        "import json, sys, urllib.request\n"
+        "settings = json.loads(sys.argv[sys.argv.index('--settings') + 1])\n"
+        "urllib.request.urlopen(settings['env']['ANTHROPIC_BASE_URL'] + '/healthz').read()\n"
+        "sys.exit(7)\n",
+    )
+    result = switch_in(where, "run", "claude", "--", "-p", "hi", env={"PATH": path})
+    assert result.returncode == 7, result.stderr
+    assert not marker.exists()
+
+
+@pytest.fixture
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "user"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return home
+
+
+@pytest.mark.parametrize("form", FORMS[:2])
+def test_the_installed_status_line_runs_switch_from_a_directory_with_its_own_switch(
+    user_home: Path, tmp_path: Path, form: str
+) -> None:
+    where, marker = hostile_directory(tmp_path, form)
+    assert CliRunner().invoke(app, ["claude", "on"]).exit_code == 0
+    command = json.loads((user_home / ".claude" / "settings.json").read_text())["statusLine"]["command"]
+    # As Claude Code runs it: through the shell, in the project the user works in.
+    result = subprocess.run(
+        command, shell=True, input='{"session_id": "s-1"}', capture_output=True, text=True, timeout=60, cwd=where
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "switch · no calls recorded yet\n", "")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("form", FORMS[:2])
+def test_the_installed_codex_notify_runs_switch_from_a_directory_with_its_own_switch(
+    user_home: Path, isolated_home: Path, tmp_path: Path, form: str
+) -> None:
+    where, marker = hostile_directory(tmp_path, form)
+    assert CliRunner().invoke(app, ["codex", "on"]).exit_code == 0
+    import tomlkit
+
+    notify = list(tomlkit.parse((user_home / ".codex" / "config.toml").read_text())["notify"])
+    assert notify == wiring.codex_notify_argv()
+    payload = json.dumps({"type": "agent-turn-complete", "thread-id": "t-1", "turn-id": "1"})
+    # As Codex runs it: the argv with the turn's JSON last, in the project the user works in.
+    result = subprocess.run(
+        [*notify, payload],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=where,
+        env={**os.environ, "SWITCH_NO_DESKTOP_NOTIFY": "1"},
+    )
+    assert (result.returncode, result.stderr) == (0, ""), shlex.join(notify)
+    assert (isolated_home / "logs" / "turns.log").exists()
+    assert not marker.exists()
