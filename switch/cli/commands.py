@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve, team
+from switch.cli import budgets, configure, dash, demo, doctor, harness, keys, ledger, presets, serve, team
 
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
@@ -90,6 +90,7 @@ doctor.register(app)
 demo.register(app)
 budgets.register(app)
 team.register(app)
+configure.register(app)
 
 
 @app.command()
