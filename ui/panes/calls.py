@@ -280,9 +280,7 @@ class CallsPane(LedgerPane):
             # The one filter not in the bar above: say it applies, and how to lift it.
             session = self.filters.session
             shown = session if len(session) <= 20 else f"{session[:19]}…"
-            text = Text.assemble(
-                (f" session {shown} ", "reverse"), f" {SESSION_KEYS} · ", text, " · Enter: details"
-            )
+            text = Text.assemble((f" session {shown} ", "reverse"), f" {SESSION_KEYS} · ", text, " · Enter: details")
         else:
             text.append(f" · {STATUS_KEYS}")
         self.query_one("#calls-status", Static).update(text)

@@ -222,4 +222,3 @@ def problem_line(row: dict[str, Any]) -> str:
     fallback = " (fallback)" if row.get("fallback_attempt") else ""
     error = f": {row['error']}" if row.get("error") else ""
     return f"  {when} {row['outcome']}{fallback} {row['served_model'] or '-'}{error}"[:200]
-

@@ -36,6 +36,7 @@ UNPRICED_LEGEND = "+N? after a spend: N of those calls have no price (not counte
 SCROLLBAR = 2  # a scroll bar's width, counted whether or not it shows
 CELL_PADDING = 2  # DataTable's cell padding, one column each side
 MIN_LABEL = 10
+MONEY_WIDTH = 9  # `$1,234.56`; larger sums are shortened (`$12,346`, `$1.23M`) so two tables fit side by side
 RANGE_LABELS = dict(RANGES)
 BUDGET_BAR = 20
 
@@ -198,15 +199,15 @@ class OverviewPane(LedgerPane):
 
 def breakdown_cells(row: dict[str, Any]) -> list[str]:
     """One breakdown row as text: its label, then the figures under BREAKDOWN_HEADERS."""
-    spent = fmt.money(row["spend_micros"]) + (f" +{row['unpriced']}?" if row["unpriced"] else "")
+    spent = fmt.money_cell(row["spend_micros"], MONEY_WIDTH) + (f" +{row['unpriced']}?" if row["unpriced"] else "")
     return [
         str(row["grp"]) if row["grp"] is not None else "-",
         spent,
-        fmt.money(row["native_micros"]),
-        fmt.money(row["savings_micros"]),
-        fmt.count(row["calls"]),
+        fmt.money_cell(row["native_micros"], MONEY_WIDTH),
+        fmt.money_cell(row["savings_micros"], MONEY_WIDTH),
+        fmt.count_cell(row["calls"]),
         fmt.pct(row["cache_hit_rate"]),
-        fmt.money(row["cache_savings_micros"]),
+        fmt.money_cell(row["cache_savings_micros"], MONEY_WIDTH),
     ]
 
 
