@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,8 @@ HIDDEN = "<set, not shown>"
 
 def example_text() -> str:
     """The commented example config shipped with switch."""
+    from importlib import resources
+
     return resources.files("switch").joinpath(EXAMPLE).read_text(encoding="utf-8")
 
 

@@ -36,6 +36,7 @@ UNPRICED_LEGEND = "+N? after a spend: N of those calls have no price (not counte
 SCROLLBAR = 2  # a scroll bar's width, counted whether or not it shows
 CELL_PADDING = 2  # DataTable's cell padding, one column each side
 MIN_LABEL = 10
+MAX_TABLE_ROWS = 11
 MONEY_WIDTH = 9  # `$1,234.56`; larger sums are shortened (`$12,346`, `$1.23M`) so two tables fit side by side
 RANGE_LABELS = dict(RANGES)
 BUDGET_BAR = 20
@@ -96,6 +97,7 @@ class OverviewPane(LedgerPane):
 
     def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
         super().__init__("Overview", ledger, clock, pane_id="overview")
+        self.column_widths: dict[str, tuple[list[str], list[int]]] = {}
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -164,15 +166,22 @@ class OverviewPane(LedgerPane):
         stacked, label_width = breakdown_layout(cells, size.width)
         self.set_class(stacked, "stacked")
         for table_id, label in BREAKDOWNS:
+            rows_cells = [[shorten(row[0], label_width), *row[1:]] for row in cells[table_id]]
+            header = [shorten(label, label_width), *BREAKDOWN_HEADERS]
+            # Fixed widths, measured here: the table is drawn the same however its rows and columns arrive.
+            widths = [max(len(line[index]) for line in [header, *rows_cells]) for index in range(len(header))]
             table = self.query_one(f"#{table_id}", DataTable)
-            header = shorten(label, label_width)
-            if [str(column.label) for column in table.ordered_columns[:1]] != [header]:
+            if self.column_widths.get(table_id) != (header, widths):
+                self.column_widths[table_id] = (header, widths)
                 table.clear(columns=True)
-                table.add_columns(header, *BREAKDOWN_HEADERS)
+                for name, width in zip(header, widths, strict=True):
+                    table.add_column(name, width=width)
             table.clear()
-            rows_cells = cells[table_id]
-            for label, *figures in rows_cells:
-                table.add_row(fmt.plain(shorten(label, label_width)), *figures)
+            for label_text, *figures in rows_cells:
+                table.add_row(fmt.plain(label_text), *figures)
+            # A fixed height (the header and the rows, at most MAX_TABLE_ROWS): an automatic one is measured
+            # before the new rows are, and the container then lays the tables out at none.
+            table.styles.height = min(MAX_TABLE_ROWS, len(rows_cells)) + 1
         unpriced_rows = any(row["unpriced"] for row in overview.by_model)
         self.query_one("#unpriced-legend", Static).display = unpriced_rows
 
