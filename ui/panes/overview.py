@@ -19,7 +19,7 @@ from .base import LedgerPane
 
 EMPTY_HELP = (
     "No calls recorded yet.\n\n"
-    "1. Start the proxy:        switch serve\n"
+    "1. Start the proxy:        switch up\n"
     "2. Point a harness at it:  ANTHROPIC_BASE_URL=http://127.0.0.1:8742 claude\n"
     "   (or: switch claude on / switch codex on / switch langchain env)\n"
     "3. Choose who does what:   switch use hybrid\n\n"
