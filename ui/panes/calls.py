@@ -158,7 +158,8 @@ class CallsPane(LedgerPane):
         self._fit_columns(self.app.size.width)
 
     def on_resize(self) -> None:
-        self._fit_columns(self.size.width)
+        if self.size.width:  # a hidden tab has no width: keep its layout for when it shows again
+            self._fit_columns(self.size.width)
 
     def _fit_columns(self, pane_width: int) -> None:
         """Lay the columns out for the table's width (fixed widths: the table looks the same however its rows

@@ -126,7 +126,7 @@ class HealthPane(LedgerPane):
         self.description_width = 0
 
     def on_resize(self) -> None:
-        if self.info is not None:
+        if self.info is not None and self.size.width:
             self._show_presets(self.info)
 
     def reload(self, range_key: str) -> None:

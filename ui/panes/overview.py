@@ -10,10 +10,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from .. import format as fmt
 from ..data import RANGES, Ledger, Overview, load_overview
+from ..widgets.measured_table import MeasuredTable
 from ..widgets.spend_chart import SpendChart
 from .base import LedgerPane
 
@@ -97,7 +98,6 @@ class OverviewPane(LedgerPane):
 
     def __init__(self, ledger: Ledger, clock: Callable[[], float]) -> None:
         super().__init__("Overview", ledger, clock, pane_id="overview")
-        self.column_widths: dict[str, tuple[list[str], list[int]]] = {}
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -111,7 +111,9 @@ class OverviewPane(LedgerPane):
             for pair in (BREAKDOWNS[:2], BREAKDOWNS[2:]):
                 with Horizontal(classes="breakdowns"):
                     for table_id, _label in pair:
-                        yield DataTable(id=table_id, classes="breakdown", cursor_type="row")
+                        yield MeasuredTable(
+                            id=table_id, classes="breakdown", cursor_type="row", max_rows=MAX_TABLE_ROWS
+                        )
             yield Static(UNPRICED_LEGEND, id="unpriced-legend", classes="legend")
 
     def reload(self, range_key: str) -> None:
@@ -167,21 +169,10 @@ class OverviewPane(LedgerPane):
         self.set_class(stacked, "stacked")
         for table_id, label in BREAKDOWNS:
             rows_cells = [[shorten(row[0], label_width), *row[1:]] for row in cells[table_id]]
-            header = [shorten(label, label_width), *BREAKDOWN_HEADERS]
-            # Fixed widths, measured here: the table is drawn the same however its rows and columns arrive.
-            widths = [max(len(line[index]) for line in [header, *rows_cells]) for index in range(len(header))]
-            table = self.query_one(f"#{table_id}", DataTable)
-            if self.column_widths.get(table_id) != (header, widths):
-                self.column_widths[table_id] = (header, widths)
-                table.clear(columns=True)
-                for name, width in zip(header, widths, strict=True):
-                    table.add_column(name, width=width)
-            table.clear()
-            for label_text, *figures in rows_cells:
-                table.add_row(fmt.plain(label_text), *figures)
-            # A fixed height (the header and the rows, at most MAX_TABLE_ROWS): an automatic one is measured
-            # before the new rows are, and the container then lays the tables out at none.
-            table.styles.height = min(MAX_TABLE_ROWS, len(rows_cells)) + 1
+            self.query_one(f"#{table_id}", MeasuredTable).fill(
+                [shorten(label, label_width), *BREAKDOWN_HEADERS],
+                [[fmt.plain(label_text), *figures] for label_text, *figures in rows_cells],
+            )
         unpriced_rows = any(row["unpriced"] for row in overview.by_model)
         self.query_one("#unpriced-legend", Static).display = unpriced_rows
 
