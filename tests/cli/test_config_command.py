@@ -132,3 +132,10 @@ def test_config_edit_with_a_missing_editor_program_is_one_line(isolated_home: Pa
     result = run_switch("config", "edit", env={"VISUAL": "", "EDITOR": "no-such-editor-7c1"})
     assert result.returncode == 2
     assert result.stderr.startswith("switch: cannot start the editor") and "Traceback" not in result.stderr
+
+
+def test_the_example_ships_in_the_built_package(tmp_path: Path) -> None:
+    from tests.test_packaging import build_lib
+
+    lib = build_lib(tmp_path)
+    assert (lib / "switch" / "config_example.toml").read_text(encoding="utf-8") == example_text()
