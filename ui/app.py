@@ -75,7 +75,8 @@ class SwitchDashboard(App[None]):
                 from .panes.team import TeamPane
 
                 yield TeamPane(self.ledger, self.clock, team)
-        yield Footer()
+        # Compact, without the command palette's hint (ctrl+p still opens it): every key fits in 80 columns.
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self.refresh_data()

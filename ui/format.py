@@ -22,6 +22,41 @@ def money(value: int | None) -> str:
     return micros_to_usd(value)
 
 
+# Larger units for a figure too wide for its cell: a cell is cut at its edge, and `$12,345.6` cut to `$12,34`
+# reads as another amount, so a figure is shortened on purpose instead.
+_UNITS = (("", 1), ("k", 1_000), ("M", 1_000_000), ("B", 1_000_000_000), ("T", 1_000_000_000_000))
+
+
+def _shortened(amount: float, prefix: str, width: int, places: tuple[int, ...]) -> str:
+    """`amount` after `prefix` in at most `width` characters: fewer decimal places first, then k/M/B/T."""
+    for suffix, scale in _UNITS:
+        if suffix and amount / scale >= 999.5 and suffix != _UNITS[-1][0]:
+            continue  # `12.35M`, not `12,346k`
+        for digits in places:
+            text = f"{prefix}{amount / scale:,.{digits}f}{suffix}"
+            if len(text) <= width:
+                return text
+    return f"{prefix}{amount / _UNITS[-1][1]:.0f}T"
+
+
+def money_cell(value: int | None, width: int = 8) -> str:
+    """Money for a table cell of `width` characters: as `money` when it fits, else shortened (`$1,234.6`, `$12k`)."""
+    text = money(value)
+    if value is None or len(text) <= width:
+        return text
+    sign = "-" if value < 0 else ""
+    return _shortened(abs(value) / 1_000_000, f"{sign}$", width, (2, 1, 0))
+
+
+def count_cell(value: int | None, width: int = 8) -> str:
+    """A count for a table cell of `width` characters: as `count` when it fits, else `1.23M`, `45k`."""
+    text = count(value)
+    if len(text) <= width:
+        return text
+    sign = "-" if (value or 0) < 0 else ""
+    return _shortened(abs(value or 0), sign, width, (2, 1, 0))
+
+
 def pct(value: float | None) -> str:
     """A fraction as a percentage."""
     return "-" if value is None else f"{value:.0%}"

@@ -21,7 +21,7 @@ async def render_svg(
     """The dashboard over `ledger_path` at `size` (columns, rows) after pressing `keys`, as SVG text."""
     app = make_app(ledger_path, clock=clock, poll=3600)  # no poll during the render: one settled frame
     async with app.run_test(size=size) as pilot:
-        for key in (*keys, None):
+        for key in (None, *keys):
             if key is not None:
                 await pilot.press(key)
             # Each pane reads in a worker and draws on the next refresh: wait for both.

@@ -13,7 +13,7 @@ except ImportError:  # a typer from before it carried click
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[assignment,no-redef,unused-ignore]
 from typer.core import TyperGroup
 
-from switch.cli import budgets, dash, demo, doctor, harness, keys, ledger, presets, serve, service, team
+from switch.cli import budgets, configure, dash, demo, doctor, harness, keys, ledger, presets, serve, service, team
 
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
@@ -129,6 +129,7 @@ demo.register(app)
 budgets.register(app)
 team.register(app)
 service.register(app)
+configure.register(app)
 
 
 @app.command()

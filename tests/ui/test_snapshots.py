@@ -1,4 +1,4 @@
-"""Snapshots of every screen at 80x24, 100x30 and 160x48 (seeded ledger, frozen clock, UTC)."""
+"""Snapshots of every screen at 80x24, 100x30, 120x36 and 160x48 (seeded ledger, frozen clock, UTC)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,13 @@ def snapshot_ledger(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     return path
 
 
-@pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 48)], ids=["80x24", "100x30", "160x48"])
+@pytest.mark.parametrize(
+    "size", [(80, 24), (100, 30), (120, 36), (160, 48)], ids=["80x24", "100x30", "120x36", "160x48"]
+)
 @pytest.mark.parametrize(
     "keys",
-    [(), ("r", "r"), ("c",), ("c", "enter"), ("r", "t"), ("s", "r", "r"), ("p",)],
-    ids=["overview", "overview-7d", "calls", "call-detail", "trends-7d", "sessions-30d", "presets"],
+    [(), ("r", "r"), ("c",), ("c", "enter"), ("r", "t"), ("s", "r", "r"), ("p",), ("s", "r", "r", "enter")],
+    ids=["overview", "overview-7d", "calls", "call-detail", "trends-7d", "sessions-30d", "presets", "session-calls"],
 )
 def test_screen_snapshot(
     snap_compare: Any, snapshot_ledger: Path, size: tuple[int, int], keys: tuple[str, ...]
@@ -54,5 +56,8 @@ def test_screen_snapshot(
         for key in keys:
             await pilot.press(key)
             await shown(pilot)
+        # A toast lasts a few seconds: on a loaded machine it may be gone or not by now, so none is pictured.
+        pilot.app.clear_notifications()
+        await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=settle)

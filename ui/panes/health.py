@@ -7,6 +7,8 @@ the key sources named there never include a key.
 from __future__ import annotations
 
 import sqlite3
+import textwrap
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +44,7 @@ class HealthInfo:
 def proxy_status(state: checks.ProxyState) -> str:
     """This home's proxy in one line: running (and for how long), or why it is not."""
     if state.health is None:
-        return f"not reachable on 127.0.0.1:{state.port} (start it with `switch serve`)"
+        return f"not reachable on 127.0.0.1:{state.port} (start it with `switch up`)"
     if not state.ours:
         return f"not running for this home: port {state.port} is held by {state.holder}"
     return f"running on 127.0.0.1:{state.port} (up {fmt.ms(state.uptime_s * 1000)})"
@@ -131,7 +133,12 @@ class HealthPane(LedgerPane):
                 yield Static(id="health")
 
     def on_mount(self) -> None:
-        self.query_one("#presets-table", DataTable).add_columns("", "preset", "description")
+        self.info: HealthInfo | None = None
+        self.description_width = 0
+
+    def on_resize(self) -> None:
+        if self.info is not None and self.size.width:
+            self._show_presets(self.info)
 
     def reload(self, range_key: str) -> None:
         """Gather presets and health (they do not depend on the time range)."""
@@ -149,29 +156,42 @@ class HealthPane(LedgerPane):
             self.post_message(self.ReadFailed(str(exc)))
         self.post_message(self.Loaded(read_health(problems)))
 
-    @on(Loaded)
-    def _show(self, message: Loaded) -> None:
-        info = message.info
+    def _show_presets(self, info: HealthInfo) -> None:
+        """The presets table, each description wrapped to the width left for it (never cut at the edge)."""
         table = self.query_one("#presets-table", DataTable)
+        name_width = max([len("preset"), *(len(status.name) for status in info.presets)])
+        # The marker and name columns with their padding, and the scroll bar, come off the table's width.
+        width = max(20, table.size.width - (1 + 2) - (name_width + 2) - 2 - 2)
         cursor = table.cursor_row
+        if width != self.description_width:
+            self.description_width = width
+            table.clear(columns=True)
+            table.add_column("", key="active", width=1)
+            table.add_column("preset", key="preset", width=name_width)
+            table.add_column("description", key="description", width=width)
         table.clear()
         for status in info.presets:
+            lines = textwrap.wrap(status.problem or status.description or "-", width) or ["-"]
             table.add_row(
                 "●" if status.active else "",
                 fmt.plain(status.name),
-                fmt.plain(status.problem or status.description),
+                fmt.plain("\n".join(lines)),
                 key=status.name,
+                height=len(lines),
             )
         if info.presets and cursor >= 0:
             table.move_cursor(row=min(cursor, len(info.presets) - 1), scroll=False)
+
+    @on(Loaded)
+    def _show(self, message: Loaded) -> None:
+        info = message.info
+        self.info = info
+        self._show_presets(info)
         self.query_one("#routes", Static).update(
             Text.assemble(info.routes, ("\n\nEnter on a preset makes it active.", "dim"))
         )
         keys = "\n".join(f"  {name}: {source or 'no key'}" for name, source in sorted(info.keys.items()))
-        problems = (
-            "\n".join(f"  {row['outcome']} {row['served_model']} {row['error'] or ''}"[:100] for row in info.problems)
-            or "  none"
-        )
+        problems = "\n".join(problem_line(row) for row in info.problems) or "  none"
         self.query_one("#health", Static).update(
             Text.assemble(
                 ("Proxy", "bold"),
@@ -205,3 +225,11 @@ class HealthPane(LedgerPane):
             return
         self.notify(f"Active preset: {preset.name}", markup=False)
         self._load()
+
+
+def problem_line(row: dict[str, Any]) -> str:
+    """One recent failure or fallback: when (local time), what, on which model, and the error's start."""
+    when = time.strftime("%m-%d %H:%M:%S", time.localtime(row["started_at"]))
+    fallback = " (fallback)" if row.get("fallback_attempt") else ""
+    error = f": {row['error']}" if row.get("error") else ""
+    return f"  {when} {row['outcome']}{fallback} {row['served_model'] or '-'}{error}"[:200]

@@ -10,16 +10,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from .. import format as fmt
 from ..data import RANGES, Ledger, Overview, load_overview
+from ..widgets.measured_table import MeasuredTable
 from ..widgets.spend_chart import SpendChart
 from .base import LedgerPane
 
 EMPTY_HELP = (
     "No calls recorded yet.\n\n"
-    "1. Start the proxy:        switch serve\n"
+    "1. Start the proxy:        switch up\n"
     "2. Point a harness at it:  ANTHROPIC_BASE_URL=http://127.0.0.1:8742 claude\n"
     "   (or: switch claude on / switch codex on / switch langchain env)\n"
     "3. Choose who does what:   switch use hybrid\n\n"
@@ -31,6 +32,13 @@ BREAKDOWNS = (
     ("by-harness", "harness"),
     ("by-mapping", "requested → served"),
 )
+BREAKDOWN_HEADERS = ("spend", "native", "saved", "calls", "cache hit", "cache saved")
+UNPRICED_LEGEND = "+N? after a spend: N of those calls have no price (not counted as $0)"
+SCROLLBAR = 2  # a scroll bar's width, counted whether or not it shows
+CELL_PADDING = 2  # DataTable's cell padding, one column each side
+MIN_LABEL = 10
+MAX_TABLE_ROWS = 11
+MONEY_WIDTH = 9  # `$1,234.56`; larger sums are shortened (`$12,346`, `$1.23M`) so two tables fit side by side
 RANGE_LABELS = dict(RANGES)
 BUDGET_BAR = 20
 
@@ -103,12 +111,10 @@ class OverviewPane(LedgerPane):
             for pair in (BREAKDOWNS[:2], BREAKDOWNS[2:]):
                 with Horizontal(classes="breakdowns"):
                     for table_id, _label in pair:
-                        yield DataTable(id=table_id, classes="breakdown", cursor_type="row")
-
-    def on_mount(self) -> None:
-        for table_id, label in BREAKDOWNS:
-            table = self.query_one(f"#{table_id}", DataTable)
-            table.add_columns(label, "spend", "native", "saved", "calls", "cache hit", "cache saved")
+                        yield MeasuredTable(
+                            id=table_id, classes="breakdown", cursor_type="row", max_rows=MAX_TABLE_ROWS
+                        )
+            yield Static(UNPRICED_LEGEND, id="unpriced-legend", classes="legend")
 
     def reload(self, range_key: str) -> None:
         """Read the overview of `range_key`."""
@@ -150,25 +156,25 @@ class OverviewPane(LedgerPane):
         size = self.app.size
         chart_rows = max(3, min(12, size.height - 18))
         self.query_one("#chart", SpendChart).show(overview.series, overview.bucket_seconds, size.width, chart_rows)
-        for table_id, rows in (
-            ("by-model", overview.by_model),
-            ("by-role", overview.by_role),
-            ("by-harness", overview.by_harness),
-            ("by-mapping", overview.by_mapping),
-        ):
-            table = self.query_one(f"#{table_id}", DataTable)
-            table.clear()
-            for row in rows:
-                spent = fmt.money(row["spend_micros"]) + (f" +{row['unpriced']}?" if row["unpriced"] else "")
-                table.add_row(
-                    fmt.plain(row["grp"]),
-                    spent,
-                    fmt.money(row["native_micros"]),
-                    fmt.money(row["savings_micros"]),
-                    fmt.count(row["calls"]),
-                    fmt.pct(row["cache_hit_rate"]),
-                    fmt.money(row["cache_savings_micros"]),
-                )
+        cells = {
+            table_id: [breakdown_cells(row) for row in rows]
+            for table_id, rows in (
+                ("by-model", overview.by_model),
+                ("by-role", overview.by_role),
+                ("by-harness", overview.by_harness),
+                ("by-mapping", overview.by_mapping),
+            )
+        }
+        stacked, label_width = breakdown_layout(cells, size.width)
+        self.set_class(stacked, "stacked")
+        for table_id, label in BREAKDOWNS:
+            rows_cells = [[shorten(row[0], label_width), *row[1:]] for row in cells[table_id]]
+            self.query_one(f"#{table_id}", MeasuredTable).fill(
+                [shorten(label, label_width), *BREAKDOWN_HEADERS],
+                [[fmt.plain(label_text), *figures] for label_text, *figures in rows_cells],
+            )
+        unpriced_rows = any(row["unpriced"] for row in overview.by_model)
+        self.query_one("#unpriced-legend", Static).display = unpriced_rows
 
     def _show_cards(self, totals: dict[str, Any], unpriced: int) -> None:
         spend = fmt.money(totals.get("spend_micros")) if totals else "$0.0000"
@@ -189,3 +195,63 @@ class OverviewPane(LedgerPane):
             f"TTFT [b]{fmt.ms(totals.get('median_ttft_ms'))}[/b]\n"
             f"[b]{fmt.rate(totals.get('median_output_tps'))}[/b] out"
         )
+
+
+def breakdown_cells(row: dict[str, Any]) -> list[str]:
+    """One breakdown row as text: its label, then the figures under BREAKDOWN_HEADERS."""
+    spent = fmt.money_cell(row["spend_micros"], MONEY_WIDTH) + (f" +{row['unpriced']}?" if row["unpriced"] else "")
+    return [
+        str(row["grp"]) if row["grp"] is not None else "-",
+        spent,
+        fmt.money_cell(row["native_micros"], MONEY_WIDTH),
+        fmt.money_cell(row["savings_micros"], MONEY_WIDTH),
+        fmt.count_cell(row["calls"]),
+        fmt.pct(row["cache_hit_rate"]),
+        fmt.money_cell(row["cache_savings_micros"], MONEY_WIDTH),
+    ]
+
+
+def breakdown_layout(cells: dict[str, list[list[str]]], width: int) -> tuple[bool, int | None]:
+    """Whether the four breakdowns go one under another, and the label width that keeps every figure whole.
+
+    Side by side while each fits half the screen; else one per line, and a label too long for the line is
+    shortened (the label, never a figure or a header: a cut figure reads as another amount).
+    """
+    labels = ("served model", "role", "harness", "requested → served")
+    figures = 0
+    label = 0
+    for label_header, rows in zip(labels, cells.values(), strict=True):
+        columns = [[label_header, *BREAKDOWN_HEADERS], *rows]
+        widths = [max(len(row[index]) for row in columns) + CELL_PADDING for index in range(len(columns[0]))]
+        label = max(label, widths[0])
+        figures = max(figures, sum(widths[1:]))
+    half = (width - SCROLLBAR) // 2 - SCROLLBAR
+    if label + figures <= half:
+        return False, None
+    room = width - 2 * SCROLLBAR - figures - CELL_PADDING
+    return True, None if label - CELL_PADDING <= room else max(MIN_LABEL, room)
+
+
+def shorten(text: str, width: int | None) -> str:
+    """A label in at most `width` characters: model names lose their `org/` first, then end in `…`.
+
+    `requested → served` keeps both sides, each shortened alike, so the served model never disappears.
+    """
+    if width is None or len(text) <= width:
+        return text
+    if " → " in text:
+        requested, served = (_bare(side) for side in text.split(" → ", 1))
+        if len(requested) + len(served) + 3 <= width:
+            return f"{requested} → {served}"
+        side = max(1, (width - 3) // 2)
+        return f"{_cut(requested, side)} → {_cut(served, width - 3 - side)}"
+    return _cut(_bare(text), width)
+
+
+def _bare(name: str) -> str:
+    """A model name without its organisation (`moonshotai/Kimi-K3` → `Kimi-K3`)."""
+    return name.rsplit("/", 1)[-1] if "/" in name else name
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"

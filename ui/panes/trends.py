@@ -5,20 +5,24 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from .. import format as fmt
 from ..data import RANGES, Ledger, Trends, clock_label, load_trends
+from ..widgets.measured_table import MeasuredTable
 from ..widgets.spend_chart import SpendChart
 from .base import LedgerPane
 
 RANGE_LABELS = dict(RANGES)
 TREND_BUCKETS = 24  # the sparklines show at most this many of the most recent buckets
 BUCKET_NAMES = {300: "5-minute", 3600: "hourly", 86400: "daily"}
+LATENCY_HEADERS = ("served model", "measured", "TTFT last", "TTFT over time", "tok/s last", "tok/s over time")
+BUCKET_HEADERS = ("time", "served model", "measured", "TTFT", "tok/s")
 
 
 class TrendsPane(LedgerPane):
@@ -43,14 +47,8 @@ class TrendsPane(LedgerPane):
             yield Static("[b]Spend by role[/b]", classes="heading")
             yield SpendChart(id="role-chart")
             yield Static("[b]Latency by served model[/b] (median per bucket, oldest → newest)", classes="heading")
-            yield DataTable(id="latency-table", cursor_type="row")
-            yield DataTable(id="latency-buckets", cursor_type="row", zebra_stripes=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#latency-table", DataTable).add_columns(
-            "served model", "measured", "TTFT last", "TTFT over time", "tok/s last", "tok/s over time"
-        )
-        self.query_one("#latency-buckets", DataTable).add_columns("time", "served model", "measured", "TTFT", "tok/s")
+            yield MeasuredTable(id="latency-table", cursor_type="row", max_rows=13)
+            yield MeasuredTable(id="latency-buckets", cursor_type="row", zebra_stripes=True, max_rows=13)
 
     def reload(self, range_key: str) -> None:
         """Read the trends of `range_key`."""
@@ -87,27 +85,31 @@ class TrendsPane(LedgerPane):
         by_model: dict[str, dict[int, tuple[int, float | None, float | None]]] = {}
         for bucket, model, calls, ttft, tps in trends.latency:
             by_model.setdefault(model, {})[bucket] = (calls, ttft, tps)
-        summary = self.query_one("#latency-table", DataTable)
-        summary.clear()
+        summary_rows: list[list[str | Text]] = []
         for model, points in sorted(by_model.items(), key=lambda item: -sum(p[0] for p in item[1].values())):
             recent = [points.get(bucket) for bucket in timeline]
             last = next((point for point in reversed(recent) if point is not None), None)
-            summary.add_row(
-                fmt.plain(model),
-                fmt.count(sum(point[0] for point in points.values())),
-                fmt.ms(last[1] if last else None),
-                fmt.sparkline([point[1] if point else None for point in recent]),
-                fmt.rate(last[2] if last else None),
-                fmt.sparkline([point[2] if point else None for point in recent]),
-                key=model,
+            summary_rows.append(
+                [
+                    fmt.plain(model),
+                    fmt.count(sum(point[0] for point in points.values())),
+                    fmt.ms(last[1] if last else None),
+                    fmt.sparkline([point[1] if point else None for point in recent]),
+                    fmt.rate(last[2] if last else None),
+                    fmt.sparkline([point[2] if point else None for point in recent]),
+                ]
             )
-        detail = self.query_one("#latency-buckets", DataTable)
-        detail.clear()
-        for bucket, model, calls, ttft, tps in reversed(trends.latency):
-            detail.add_row(
-                clock_label(bucket, trends.bucket_seconds),
-                fmt.plain(model),
-                fmt.count(calls),
-                fmt.ms(ttft),
-                fmt.rate(tps),
-            )
+        self.query_one("#latency-table", MeasuredTable).fill(LATENCY_HEADERS, summary_rows)
+        self.query_one("#latency-buckets", MeasuredTable).fill(
+            BUCKET_HEADERS,
+            [
+                [
+                    clock_label(bucket, trends.bucket_seconds),
+                    fmt.plain(model),
+                    fmt.count(calls),
+                    fmt.ms(ttft),
+                    fmt.rate(tps),
+                ]
+                for bucket, model, calls, ttft, tps in reversed(trends.latency)
+            ],
+        )
