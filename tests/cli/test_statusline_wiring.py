@@ -27,13 +27,8 @@ THEIR_NOTIFY = ["notify-send", "Codex"]
 
 
 @pytest.fixture
-def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    home = tmp_path / "user"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
+def homes(user_home: Path) -> dict[str, Path]:
+    home = user_home
     return {"claude": home / ".claude" / "settings.json", "codex": home / ".codex" / "config.toml"}
 
 

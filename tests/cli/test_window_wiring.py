@@ -25,13 +25,8 @@ CONFIG = '[providers.zai]\nbase_url = "http://127.0.0.1:9/v1"\n'
 
 
 @pytest.fixture
-def user(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    home = tmp_path / "user"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
+def user(user_home: Path, isolated_home: Path) -> dict[str, Path]:
+    home = user_home
     (isolated_home / "config.toml").write_text(CONFIG, encoding="utf-8")
     (isolated_home / "presets").mkdir()
     (isolated_home / "presets" / "small.toml").write_text(SMALL, encoding="utf-8")

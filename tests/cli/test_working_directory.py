@@ -114,17 +114,6 @@ def test_run_starts_switchs_own_proxy_from_a_directory_with_its_own_switch(
     assert not marker.exists()
 
 
-@pytest.fixture
-def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "user"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return home
-
-
 @pytest.mark.parametrize("form", FORMS[:2])
 def test_the_installed_status_line_runs_switch_from_a_directory_with_its_own_switch(
     user_home: Path, tmp_path: Path, form: str
