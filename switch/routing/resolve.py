@@ -84,5 +84,5 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
         provider.api_key_env,
         chat,
         provider.litellm_provider,
-        provider.auth == "none",
+        keyless=provider.auth == "none",
     )

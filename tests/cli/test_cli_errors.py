@@ -72,6 +72,12 @@ SAFE_ARGUMENTS: dict[str, list[list[str]]] = {
     "service uninstall": [["service", "uninstall"]],
     "off": [["off"]],
     "completion": [["completion", "bash"]],
+    "config": [["config"]],
+    "config path": [["config", "path"]],
+    "config show": [["config", "show"]],
+    "config example": [["config", "example"]],
+    # It opens the user's editor: tests/cli/test_config_command.py runs it with a stand-in editor.
+    "config edit": [],
 }
 
 # Invocations that do not read config.toml, so a broken one is not theirs to report: the harness hooks must
@@ -97,6 +103,10 @@ CONFIG_FREE = {
     "service uninstall",
     "off",
     "completion bash",
+    # Where the file is and the shipped example: neither reads it.
+    "config",
+    "config path",
+    "config example",
 }
 # Invocations that must refuse a missing or invalid active preset: those that start the proxy or act on presets.
 PRESET_USERS = {

@@ -137,7 +137,8 @@ def test_the_installed_codex_notify_runs_switch_from_a_directory_with_its_own_sw
     assert CliRunner().invoke(app, ["codex", "on"]).exit_code == 0
     import tomlkit
 
-    notify = list(tomlkit.parse((user_home / ".codex" / "config.toml").read_text())["notify"])
+    # The per-turn summary is the `switch` profile's own (Codex 0.171 reads it from switch.config.toml).
+    notify = list(tomlkit.parse((user_home / ".codex" / "switch.config.toml").read_text())["notify"])
     assert notify == wiring.codex_notify_argv()
     payload = json.dumps({"type": "agent-turn-complete", "thread-id": "t-1", "turn-id": "1"})
     # As Codex runs it: the argv with the turn's JSON last, in the project the user works in.

@@ -3,13 +3,15 @@ status, the call recorded as rejected, nothing sent upstream, and the proxy keep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 
-from tests.conftest import Proxy
+from tests.conftest import FAKE_BASETEN_KEY, Proxy
+from tests.fake_upstream import FakeChatUpstream
 from tests.faults.test_upstream_faults import PATHS, assert_error_shape, body_for
 
 MiB = 1024 * 1024
@@ -62,8 +64,16 @@ def big_request(api: str, size: int) -> tuple[bytes, str]:
 
 
 @pytest.mark.parametrize("api", list(PATHS))
-def test_twenty_megabyte_request_is_relayed_and_one_over_the_limit_is_413(kimi_proxy: Proxy, api: str) -> None:
-    assert kimi_proxy.upstream is not None
+def test_twenty_megabyte_request_is_relayed_and_one_over_the_limit_is_413(
+    fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch, api: str
+) -> None:
+    fake, url = fake_chat
+    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
+    # 20 MiB of text is about 5.8M tokens: a model whose window holds it, so only the body limit is tested.
+    kimi_proxy = start_proxy(
+        f'[providers.baseten]\nbase_url = "{url}"\n[models."baseten/moonshotai/Kimi-K3"]\ncontext_window = 10000000\n'
+    )
+    kimi_proxy.upstream = fake
     body, text = big_request(api, 20 * MiB)  # under the documented 32 MiB default ([server] max_body_bytes)
     response = httpx.post(
         kimi_proxy.url + PATHS[api], content=body, headers={"content-type": "application/json"}, timeout=60

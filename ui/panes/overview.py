@@ -167,11 +167,14 @@ class OverviewPane(LedgerPane):
         }
         stacked, label_width = breakdown_layout(cells, size.width)
         self.set_class(stacked, "stacked")
+        # Each table's width in the layout just chosen (side by side: half each).
+        room = size.width if stacked else size.width // 2
         for table_id, label in BREAKDOWNS:
             rows_cells = [[shorten(row[0], label_width), *row[1:]] for row in cells[table_id]]
             self.query_one(f"#{table_id}", MeasuredTable).fill(
                 [shorten(label, label_width), *BREAKDOWN_HEADERS],
                 [[fmt.plain(label_text), *figures] for label_text, *figures in rows_cells],
+                room,
             )
         unpriced_rows = any(row["unpriced"] for row in overview.by_model)
         self.query_one("#unpriced-legend", Static).display = unpriced_rows

@@ -30,8 +30,11 @@ class MeasuredTable(DataTable[Any]):
         self.max_rows = max_rows
         self.shape: tuple[tuple[str, ...], tuple[int, ...]] | None = None
 
-    def fill(self, headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> None:
-        """Replace the rows (and the columns, when their headers or widths change); the cursor row stays."""
+    def fill(self, headers: Sequence[str], rows: Sequence[Sequence[Cell]], room: int | None = None) -> None:
+        """Replace the rows (and the columns, when their headers or widths change); the cursor row stays.
+
+        `room` is the width the table will have: a caller that is changing the layout knows it before the
+        table's own size does (which still tells the old layout's until the next refresh)."""
         widths = tuple(max(cell_width(line[index]) for line in [headers, *rows]) for index in range(len(headers)))
         shape = (tuple(headers), widths)
         cursor = self.cursor_row
@@ -44,7 +47,7 @@ class MeasuredTable(DataTable[Any]):
         for row in rows:
             self.add_row(*row)
         # The header and the rows, and the horizontal scroll bar's line when the columns are wider than the table.
-        room = self.size.width or self.app.size.width
+        room = room or self.size.width or self.app.size.width
         wider = sum(width + 2 for width in widths) > room  # two columns of cell padding each
         self.styles.height = min(self.max_rows, len(rows)) + 1 + (self.styles.scrollbar_size_horizontal if wider else 0)
         if rows and cursor > 0:
