@@ -65,7 +65,10 @@ def big_request(api: str, size: int) -> tuple[bytes, str]:
 
 @pytest.mark.parametrize("api", list(PATHS))
 def test_twenty_megabyte_request_is_relayed_and_one_over_the_limit_is_413(
-    fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch, api: str
+    fake_chat: tuple[FakeChatUpstream, str],
+    start_proxy: Callable[..., Proxy],
+    monkeypatch: pytest.MonkeyPatch,
+    api: str,
 ) -> None:
     fake, url = fake_chat
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
