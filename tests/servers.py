@@ -105,13 +105,18 @@ def serve_process(port: int, env: dict[str, str], args: tuple[str, ...] = ()) ->
     try:
         yield process
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        end_process(process)
+
+
+def end_process(process: subprocess.Popen[Any]) -> None:
+    """End and reap `process` if it still runs: SIGTERM, then SIGKILL if it does not exit within 30 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def hang_up_once_streaming(url: str, body: bytes, marker: bytes = b"tick") -> None:

@@ -74,15 +74,16 @@ def resolve_target(settings: Settings, reference: str, native_api: Api = "anthro
             send_user=provider.send_user,
             cache_key_field=provider.cache_key_field,
         )
+    # By name: Target grows fields (windows, auth), and a positional list silently shifts onto the wrong one.
     return Target(
-        reference,
-        provider_name,
-        provider.api,
-        provider.base_url.rstrip("/"),
-        model,
-        False,
-        provider.api_key_env,
-        chat,
-        provider.litellm_provider,
+        reference=reference,
+        provider=provider_name,
+        api=provider.api,
+        base_url=provider.base_url.rstrip("/"),
+        model=model,
+        native=False,
+        api_key_env=provider.api_key_env,
+        chat=chat,
+        litellm_provider=provider.litellm_provider,
         keyless=provider.auth == "none",
     )

@@ -25,6 +25,7 @@ from switch import __version__
 from switch.cli import app
 from switch.ledger.queries import GROUPS
 from tests.cli.test_cli_errors import _invocations
+from tests.servers import end_process
 
 TRACEBACK = "Traceback (most recent call last)"
 
@@ -76,12 +77,7 @@ def serving(home: Path, *args: str) -> Iterator[Serving]:
     try:
         yield served
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        end_process(process)
         served.reader.join(timeout=10)  # it ends at the pipe's end, once the process is gone
         assert process.stdout is not None
         process.stdout.close()

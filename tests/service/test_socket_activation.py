@@ -21,7 +21,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.fake_upstream import FakeAnthropicUpstream
-from tests.servers import serve
+from tests.servers import end_process, serve
 
 # fork+exec as systemd does: the socket on fd 3, the variables naming this very process, then exec.
 LAUNCHER = (
@@ -68,12 +68,7 @@ def activated(listener: socket.socket, home: Path, *args: str) -> Iterator[subpr
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        end_process(process)
         if process.stdout is not None:
             process.stdout.close()
 

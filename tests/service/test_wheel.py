@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from tests.fake_upstream import FakeAnthropicUpstream
-from tests.servers import free_port, serve, wait_until
+from tests.servers import end_process, free_port, serve, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 # Only what a source distribution carries: no environments, caches or build leftovers.
@@ -101,8 +101,7 @@ def test_the_wheel_in_a_fresh_environment_has_its_data_and_serves_a_call(tmp_pat
             )
             assert answer.status_code == 200 and answer.json()["content"][0]["text"] == "Native hello"
         finally:
-            process.terminate()
-            process.wait(timeout=30)
+            end_process(process)
 
 
 def _answers(port: int) -> bool:
