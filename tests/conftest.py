@@ -146,11 +146,14 @@ def kimi_proxy_on(
     start_proxy: Callable[..., Proxy],
     monkeypatch: pytest.MonkeyPatch,
     http: str,
+    config: str = "",
 ) -> Proxy:
-    """The proxy routing everything to the fake chat upstream, on uvicorn's `http` protocol."""
+    """The proxy routing everything to the fake chat upstream, on uvicorn's `http` protocol (`config`: more TOML)."""
     fake, url = fake_chat
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
-    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}"\n', http=http, ping_interval=0.2, read_timeout=2.0)
+    proxy = start_proxy(
+        f'[providers.baseten]\nbase_url = "{url}"\n{config}', http=http, ping_interval=0.2, read_timeout=2.0
+    )
     proxy.upstream = fake
     return proxy
 

@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.conftest import FAKE_BASETEN_KEY, Proxy
+from tests.conftest import Proxy, kimi_proxy_on
 from tests.fake_upstream import FakeChatUpstream
 from tests.faults.test_upstream_faults import PATHS, assert_error_shape, body_for
 
@@ -70,13 +70,9 @@ def test_twenty_megabyte_request_is_relayed_and_one_over_the_limit_is_413(
     monkeypatch: pytest.MonkeyPatch,
     api: str,
 ) -> None:
-    fake, url = fake_chat
-    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
     # 20 MiB of text is about 5.8M tokens: a model whose window holds it, so only the body limit is tested.
-    kimi_proxy = start_proxy(
-        f'[providers.baseten]\nbase_url = "{url}"\n[models."baseten/moonshotai/Kimi-K3"]\ncontext_window = 10000000\n'
-    )
-    kimi_proxy.upstream = fake
+    window = '[models."baseten/moonshotai/Kimi-K3"]\ncontext_window = 10000000\n'
+    kimi_proxy = kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "auto", window)
     body, text = big_request(api, 20 * MiB)  # under the documented 32 MiB default ([server] max_body_bytes)
     response = httpx.post(
         kimi_proxy.url + PATHS[api], content=body, headers={"content-type": "application/json"}, timeout=60
