@@ -13,7 +13,23 @@ except ImportError:  # a typer from before it carried click
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[assignment,no-redef,unused-ignore]
 from typer.core import TyperGroup
 
-from switch.cli import budgets, configure, dash, demo, doctor, harness, keys, ledger, presets, serve, service, team
+from switch.cli import (
+    budgets,
+    configure,
+    dash,
+    demo,
+    doctor,
+    harness,
+    keys,
+    launch,
+    ledger,
+    lifecycle,
+    presets,
+    serve,
+    service,
+    status,
+    team,
+)
 
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
@@ -123,6 +139,9 @@ presets.register(app)
 ledger.register(app)
 dash.register(app)
 harness.register(app)
+lifecycle.register(app)
+status.register(app)
+launch.register(app)
 keys.register(app)
 doctor.register(app)
 demo.register(app)
