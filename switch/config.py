@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from switch import locations
-from switch.budgets.rules import Budget, BudgetAction, check_budgets
+from switch.config_budgets import Budget, BudgetAction, check_budgets
 from switch.errors import ConfigError
 from switch.team.config import Team
 
@@ -183,7 +183,7 @@ class Settings(BaseModel):
     """USD per million tokens by `provider/model`: input, cached_input, cache_write, output."""
     pricing: Pricing = Field(default_factory=Pricing)
     budgets: list[Budget] = Field(default_factory=list)
-    """`[[budgets]]`: caps in USD per period with their actions (see `switch.budgets.rules`)."""
+    """`[[budgets]]`: caps in USD per period with their actions (see `switch.config_budgets`)."""
     team: Team | None = None
     """The team ledger on PostgreSQL (switch.team); None: nothing is shipped."""
 

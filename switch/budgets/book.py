@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from switch.budgets.periods import period_bounds
-from switch.budgets.rules import EFFORT_ORDER, SEVERITY, Budget
 from switch.budgets.status import describe, period_spend
+from switch.config_budgets import EFFORT_ORDER, SEVERITY, Budget
 
 log = logging.getLogger("switch.budgets")
 

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from switch.budgets.periods import period_bounds
-from switch.budgets.rules import SEVERITY, Budget
+from switch.config_budgets import SEVERITY, Budget
 
 
 def scope_filter(budget: Budget) -> tuple[str, list[Any]]:

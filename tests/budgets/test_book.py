@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from switch.budgets.book import BudgetBook, cap_effort
 from switch.budgets.periods import period_bounds
-from switch.budgets.rules import EFFORT_ORDER, Budget
+from switch.config_budgets import EFFORT_ORDER, Budget
 from switch.protocols.ir import Reasoning
 
 BLOCK_AT_ONE_DOLLAR = Budget.model_validate({"scope": "total", "period": "day", "limit_usd": 1.0})

@@ -1,4 +1,4 @@
-"""The `[[budgets]]` tables of config.toml, validated (imported by `switch.config`, so kept light).
+"""The `[[budgets]]` tables of config.toml, validated (part of the config layer: `switch.config` reads them).
 
 [[budgets]]
 name = "subagents"             # optional; default "<scope>/<period>"
