@@ -321,7 +321,7 @@ def load_settings(path: Path | None = None, *, check_default: bool = True) -> Se
     # Checked here, not per call: a default no call can reach would otherwise fail every call the same way.
     if check_default:
         check_references(settings, path)
-    check_budgets(settings.budgets, set(providers), settings.defaults.model, path)
+    check_budgets(settings.budgets, set(providers), path)
     return settings
 
 

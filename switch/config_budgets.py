@@ -114,8 +114,11 @@ class Budget(BaseModel):
         return round(self.limit_usd * 1_000_000)
 
 
-def check_budgets(budgets: list[Budget], providers: set[str], default_model: str, path: Path) -> None:
-    """Refuse budgets naming an unknown provider or preset, or sharing a name (ConfigError naming the key)."""
+def check_budgets(budgets: list[Budget], providers: set[str], path: Path) -> None:
+    """Refuse budgets naming an unknown provider, or sharing a name (ConfigError naming the key).
+
+    The presets their actions name are checked by `switch.budgets.rules`, which knows the preset files.
+    """
     seen: set[str] = set()
     for number, budget in enumerate(budgets):
         where = f"budgets.{number}"
@@ -133,19 +136,3 @@ def check_budgets(budgets: list[Budget], providers: set[str], default_model: str
                     f"{path}: key '{where}.scope': unknown provider '{provider}' "
                     f"(known: {', '.join(sorted(providers))}); use one of those or add [providers.{provider}]"
                 )
-        for index, action in enumerate(budget.actions):
-            if action.preset is None:
-                continue
-            key = f"{where}.actions.{index}.preset"
-            from switch.errors import PresetError
-            from switch.routing.presets import load_preset, preset_files
-
-            if action.preset not in preset_files():
-                known = ", ".join(sorted(preset_files())) or "none"
-                raise ConfigError(f"{path}: key '{key}': no preset named '{action.preset}' (available: {known})")
-            try:
-                load_preset(action.preset, providers, default_model)
-            except PresetError as exc:
-                raise ConfigError(
-                    f"{path}: key '{key}': preset '{action.preset}' does not load: {exc.message}"
-                ) from exc

@@ -86,12 +86,14 @@ def ledger_file_check() -> Check | None:
 def config_check() -> tuple[Settings | None, Check]:
     """The loaded settings (None when config.toml cannot be read as settings) and the finding about them."""
     from switch import locations
+    from switch.budgets.rules import check_budget_presets
     from switch.config import check_references, load_settings
     from switch.errors import SwitchError
 
     path = locations.config_file()
     try:
         settings = load_settings(check_default=False)
+        check_budget_presets(settings, path)
     except SwitchError as exc:
         return None, check("config", False, exc.message, f"fix the key named above in {path}")
     try:

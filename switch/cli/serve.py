@@ -121,10 +121,12 @@ def startup_checks() -> tuple[Any, Any]:
     call it too, so their errors are the same one line rather than the tail of a failed proxy's log.
     """
     from switch import keys
+    from switch.budgets.rules import check_budget_presets
     from switch.cli.presets import load_active
     from switch.config import load_config
 
     loaded = load_config()
+    check_budget_presets(loaded.settings, loaded.path)
     settings = loaded.settings
     # A damaged key file is the user's to fix; refusing to start says so once, where every call would
     # otherwise fail on it.
@@ -140,6 +142,7 @@ def degraded_start(problem: Any) -> tuple[Any, Any]:
     not is replaced by the fail-open fallback settings, which the config watcher replaces once it loads.
     """
     from switch import locations
+    from switch.budgets.rules import check_budget_presets
     from switch.config import LoadedConfig, file_signature, load_config
     from switch.errors import SwitchError
     from switch.keys import KeysFileError
@@ -149,6 +152,7 @@ def degraded_start(problem: Any) -> tuple[Any, Any]:
     config_broken = False
     try:
         loaded = load_config(path)
+        check_budget_presets(loaded.settings, path)
     except SwitchError:
         settings = fallback_settings(path)
         # A digest no file has, so the first version of the file that loads is applied.

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+from switch.budgets.rules import check_budget_presets
 from switch.config import LoadedConfig, Settings, file_digest, file_signature, litellm_names, load_config
 from switch.errors import ConfigError
 from switch.ledger.record import RecordSink
@@ -49,6 +50,7 @@ class ConfigFollower:
         self.seen = signature
         try:
             loaded = load_config(self.path)
+            check_budget_presets(loaded.settings, self.path)
             self._check_active_preset(loaded)
         except ConfigError as exc:
             if self.rejected is None or self.rejected["error"] != exc.message:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from switch.budgets.rules import check_budget_presets
 from switch.config import load_settings
 from switch.errors import ConfigError
 
@@ -97,11 +100,6 @@ def test_any_budgets_table_is_loaded_or_refused_naming_the_key(isolated_home: Pa
         ('period = "year"\nlimit_usd = 1', "budgets.0.period", "'day', 'week' or 'month'"),
         ("limit_usd = 0", "budgets.0.limit_usd", "greater than 0"),
         ("limit_usd = 1\nactions = [{ at = 0.5, do = 'effort' }]", "budgets.0.actions.0", "needs effort"),
-        (
-            "limit_usd = 1\nactions = [{ at = 0.5, do = 'warn' }, { at = 1, do = 'preset', preset = 'nosuch' }]",
-            "budgets.0.actions.1.preset",
-            "no preset named 'nosuch'",
-        ),
         ("limit_usd = 1\nactions = [{ at = 1, do = 'block', when = 1 }]", "budgets.0.actions.0.when", "allowed: at"),
         ("limit_usd = 1\nlimt = 2", "budgets.0.limt", "allowed: actions, limit_usd, name, period, scope"),
     ],
@@ -120,3 +118,27 @@ def test_a_budget_without_actions_blocks_at_its_limit(isolated_home: Path) -> No
     (budget,) = load_settings(path).budgets
     assert (budget.label, budget.limit_micros) == ("harness:codex/week", 2_500_000)
     assert [(action.at, action.do) for action in budget.actions] == [(1.0, "block")]
+
+
+def test_a_budget_switching_to_a_missing_preset_is_refused_where_the_config_is_taken_into_use(
+    isolated_home: Path,
+) -> None:
+    path = isolated_home / "config.toml"
+    path.write_text(
+        "[[budgets]]\nlimit_usd = 1\n"
+        "actions = [{ at = 0.5, do = 'warn' }, { at = 1, do = 'preset', preset = 'nosuch' }]\n",
+        encoding="utf-8",
+    )
+    settings = load_settings(path)  # config alone knows no presets: the table itself is valid
+    with pytest.raises(ConfigError) as caught:
+        check_budget_presets(settings, path)
+    message = caught.value.message
+    assert message.startswith(f"{path}: key 'budgets.0.actions.1.preset': no preset named 'nosuch'"), message
+    # The commands that take a config into use refuse it the same way, as one line naming the key.
+    for command in (["doctor"], ["serve", "--port", "1"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "switch", *command], capture_output=True, text=True, timeout=120, check=False
+        )
+        output = done.stdout + done.stderr
+        assert done.returncode in (1, 2) and "budgets.0.actions.1.preset" in output, (command, output)
+        assert "Traceback" not in output
