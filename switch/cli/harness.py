@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 
-def _port() -> int:
+def proxy_port() -> int:
     from switch import daemon
     from switch.config import load_settings
 
@@ -34,7 +34,7 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
     _check_action(harness, action)
     try:
         if action == "on":
-            port = _port()
+            port = proxy_port()
             if harness == "claude":
                 served = _served_window("claude-code")
                 path, statusline = wiring.claude_on(port, summary, _claude_model_env(served))
@@ -48,7 +48,7 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                         "base_url in switch's config.toml while wired; `switch claude off` restores both files)."
                     )
             elif harness == "codex":
-                path, profile, migrated = wiring.codex_on(port, summary, _codex_window_keys())
+                path, profile, migrated = wiring.codex_on(port, summary, codex_window_keys())
                 typer.echo(f"codex: on ({path}: the `switch` provider; {profile}: the `switch` profile).")
                 if migrated:
                     typer.echo(
@@ -100,7 +100,7 @@ def _claude_model_env(served: Any) -> dict[str, str]:
     return windows.claude_window_env(served)
 
 
-def _codex_window_keys() -> dict[str, int]:
+def codex_window_keys() -> dict[str, int]:
     """The Codex profile keys switch owns from the model serving Codex's main thread (see wiring.windows)."""
     from switch.wiring import windows
 
@@ -156,7 +156,7 @@ def _notify_note(summary: bool) -> str:
     )
 
 
-def _claude_launch_settings(port: int, statusline: bool) -> dict[str, Any]:
+def claude_launch_settings(port: int, statusline: bool) -> dict[str, Any]:
     """`--settings` for one launch: the proxy, and switch's status line unless the user has their own."""
     from switch import wiring
 
@@ -198,7 +198,7 @@ def register(app: typer.Typer) -> None:
         if action == "env":
             from switch import wiring
 
-            for name, value in wiring.langchain_env(_port()).items():
+            for name, value in wiring.langchain_env(proxy_port()).items():
                 typer.echo(f"export {name}={shlex.quote(value)}")
             for note in wiring.langchain_env_notes():
                 typer.echo(note)

@@ -9,7 +9,7 @@ import subprocess
 
 import typer
 
-from switch.cli.harness import _claude_launch_settings, _codex_window_keys, _port
+from switch.cli.harness import claude_launch_settings, codex_window_keys, proxy_port
 
 
 def register(app: typer.Typer) -> None:
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
             }
             typer.echo(f"switch: `{programs[harness]}` is not on PATH; install it with `{installs[harness]}`", err=True)
             raise typer.Exit(127)
-        port = _port()
+        port = proxy_port()
         health = daemon.healthy(port)
         started = False
         if health is None or not daemon.is_ours(health):
@@ -63,10 +63,10 @@ def register(app: typer.Typer) -> None:
         env = dict(os.environ)
         command = [executable]
         if harness == "claude":
-            command += ["--settings", json.dumps(_claude_launch_settings(port, not no_summary))]
+            command += ["--settings", json.dumps(claude_launch_settings(port, not no_summary))]
         elif harness == "codex":
             # The user's own `-m` / `-c` come after these in ctx.args, so they win.
-            command += wiring.codex_launch_overrides(port, _codex_window_keys())
+            command += wiring.codex_launch_overrides(port, codex_window_keys())
             if not no_summary:  # for this launch only; the user's own notify program still runs after it
                 command += ["-c", "notify=" + json.dumps(wiring.codex_notify_argv(wiring.codex_user_notify()))]
         else:
