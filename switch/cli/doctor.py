@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Check config, presets, keys, the proxy and each harness's wiring."""
-        from switch.checks import diagnose
+        from switch.checks.doctor import diagnose
 
         results = diagnose(probe)
         problems = [r for r in results if not r["ok"]]

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
             configured, config_error = load_settings().server.port, None
         except SwitchError as exc:
             # A proxy may serve all the same (failing open, or on its last good config): still look for it.
-            from switch.checks import fallback_port
+            from switch.checks.doctor import fallback_port
 
             configured, config_error = fallback_port(), exc.message
         result: dict[str, Any] = {
@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
         team = _team_lag() if config_error is None else None
         if team is not None:
             result["team"] = team
-        from switch.checks import ledger_file_check
+        from switch.checks.doctor import ledger_file_check
 
         damaged = ledger_file_check()
         if damaged is not None:
@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
                 )
             ledger = (result.get("health") or {}).get("ledger")
             if isinstance(ledger, dict):
-                from switch.checks import ledger_summary
+                from switch.checks.doctor import ledger_summary
 
                 ok, line, fix = ledger_summary(ledger)
                 typer.echo(f"ledger: {line}" if ok else f"warning: ledger: {line}\n  fix: {fix}")

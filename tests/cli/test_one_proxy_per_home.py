@@ -71,7 +71,7 @@ def test_status_up_down_doctor_and_dashboard_leave_another_homes_proxy_alone(
 
     from switch.ui.panes.health import proxy_status
 
-    from switch.checks import probe_proxy
+    from switch.checks.doctor import probe_proxy
 
     assert proxy_status(probe_proxy(other_proxy.port)) == (
         f"not running for this home: port {other_proxy.port} is held by {other_proxy.holder}"

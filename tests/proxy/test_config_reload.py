@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from switch.checks import ProxyState, running_config_check
+from switch.checks.doctor import ProxyState, running_config_check
 from switch.cli import app
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.fake_upstream import FakeChatUpstream

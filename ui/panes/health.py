@@ -1,6 +1,6 @@
 """The Presets & health tab: presets (Enter makes one active), the active routes, proxy, keys, recent problems.
 
-Config, presets, keys and the proxy are read through `switch.checks`, the checks `switch doctor` runs;
+Config, presets, keys and the proxy are read through `switch.checks.doctor`, the checks `switch doctor` runs;
 the key sources named there never include a key.
 """
 
@@ -20,7 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from switch import checks
+from switch.checks import doctor
 from switch.ledger import queries
 
 from .. import format as fmt
@@ -32,7 +32,7 @@ from .base import LedgerPane
 class HealthInfo:
     """What the Presets & health tab shows."""
 
-    presets: list[checks.PresetStatus]
+    presets: list[doctor.PresetStatus]
     routes: Text
     keys: dict[str, str | None]
     proxy: str
@@ -41,7 +41,7 @@ class HealthInfo:
     """The team ledger's shipping lag in one line (None: no [team] table)."""
 
 
-def proxy_status(state: checks.ProxyState) -> str:
+def proxy_status(state: doctor.ProxyState) -> str:
     """This home's proxy in one line: running (and for how long), or why it is not."""
     if state.health is None:
         return f"not reachable on 127.0.0.1:{state.port} (start it with `switch up`)"
@@ -50,12 +50,12 @@ def proxy_status(state: checks.ProxyState) -> str:
     return f"running on 127.0.0.1:{state.port} (up {fmt.ms(state.uptime_s * 1000)})"
 
 
-def _fail_open_note(state: checks.ProxyState) -> str:
-    degraded = checks.fail_open_check(state)
+def _fail_open_note(state: doctor.ProxyState) -> str:
+    degraded = doctor.fail_open_check(state)
     return "" if degraded is None else f"\n  {degraded['detail']}\n  fix: {degraded['fix']}"
 
 
-def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Text:
+def active_routes(statuses: list[doctor.PresetStatus], default_model: str) -> Text:
     """Each harness's route per role under the active preset."""
     for status in statuses:
         if status.active and status.preset is not None:
@@ -82,16 +82,16 @@ def active_routes(statuses: list[checks.PresetStatus], default_model: str) -> Te
 
 def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
     """Gather the tab's contents around the ledger's recent `problems` (blocking: run it off the UI thread)."""
-    settings, config = checks.config_check()
+    settings, config = doctor.config_check()
     if settings is None:
         # A proxy may still serve (on its last good config, or failing open): say which.
-        state = checks.probe_proxy(checks.fallback_port(), timeout=0.3)
+        state = doctor.probe_proxy(doctor.fallback_port(), timeout=0.3)
         proxy = proxy_status(state) + _fail_open_note(state)
         return HealthInfo([], fmt.plain(f"config.toml is invalid: {config['detail']}"), {}, proxy, problems)
-    statuses = checks.preset_statuses(settings)
-    state = checks.proxy_state(settings, timeout=0.3)
+    statuses = doctor.preset_statuses(settings)
+    state = doctor.proxy_state(settings, timeout=0.3)
     proxy = proxy_status(state) + _fail_open_note(state)
-    running = checks.running_config_check(state)
+    running = doctor.running_config_check(state)
     if running is not None and not running["ok"]:
         proxy += f"\n  {running['detail']}\n  fix: {running['fix']}"
     team = None
@@ -103,7 +103,7 @@ def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
     return HealthInfo(
         statuses,
         active_routes(statuses, settings.defaults.model),
-        checks.key_sources(settings),
+        doctor.key_sources(settings),
         proxy,
         problems,
         team,
