@@ -115,6 +115,19 @@ def proxy_port(configured: int) -> int:
     return configured
 
 
+def fallback_port() -> int:
+    """The port a proxy of this home most likely uses when config.toml cannot be loaded as settings."""
+    import tomllib
+
+    from switch.config import Server
+
+    try:
+        port = tomllib.loads(locations.config_file().read_text(encoding="utf-8")).get("server", {}).get("port")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        port = None  # missing or broken: the config check speaks for the file
+    return proxy_port(port if isinstance(port, int) and not isinstance(port, bool) else Server().port)
+
+
 def _home_of_environment(environ: dict[str, str]) -> str | None:
     configured = environ.get("SWITCH_HOME")
     if configured:

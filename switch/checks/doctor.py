@@ -25,7 +25,7 @@ from switch.checks.presets import (
 )
 from switch.checks.probes import probe_native, probe_targets
 from switch.checks.service import service_check
-from switch.checks.wiring import codex_login_check, toml_table, window_checks, wiring_checks
+from switch.checks.wiring import codex_login_check, window_checks, wiring_checks
 
 
 def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
@@ -109,15 +109,6 @@ def config_check() -> tuple[Settings | None, Check]:
     if not path.exists():
         return settings, check("config", True, f"no config.toml ({path}): running on the built-in defaults")
     return settings, check("config", True, f"config.toml is valid ({path})")
-
-
-def fallback_port() -> int:
-    """The port a proxy of this home most likely uses when config.toml cannot be loaded."""
-    from switch import daemon, locations
-    from switch.config import Server
-
-    port = toml_table(locations.config_file()).get("server", {}).get("port")
-    return daemon.proxy_port(port if isinstance(port, int) and not isinstance(port, bool) else Server().port)
 
 
 def running_config_check(state: ProxyState) -> Check | None:
@@ -269,7 +260,7 @@ def proxy_check(state: ProxyState) -> Check:
 
 def diagnose(probe: bool = False) -> list[Check]:
     """Run every check; each failed one carries its fix."""
-    from switch import wiring
+    from switch import daemon, wiring
     from switch.config import NATIVE
     from switch.errors import SwitchError
     from switch.routing.presets import PresetManager, active_name, load_preset
@@ -277,7 +268,7 @@ def diagnose(probe: bool = False) -> list[Check]:
     settings, config = config_check()
     if settings is None:
         # The proxy may still run (on the last config it could load): say what it runs with.
-        state = probe_proxy(fallback_port())
+        state = probe_proxy(daemon.fallback_port())
         running = running_config_check(state)
         degraded = fail_open_check(state)
         return [
@@ -378,7 +369,6 @@ __all__ = [
     "config_check",
     "diagnose",
     "fail_open_check",
-    "fallback_port",
     "key_sources",
     "ledger_file_check",
     "ledger_summary",

@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAST_COMMANDS = ("statusline", "codex-notify")
-COMPLETE_VARIABLE = "_SWITCH_COMPLETE"
 
 
 def main() -> None:
@@ -20,7 +19,7 @@ def main() -> None:
         from switch.statusline import main as hook_main
 
         raise SystemExit(hook_main(sys.argv[1:]))
-    from switch.cli.commands import app
+    from switch.cli.commands import COMPLETE_VARIABLE, app
 
     if COMPLETE_VARIABLE in os.environ:
         # The shell asks for completions (the script `switch completion SHELL` prints): typer answers once

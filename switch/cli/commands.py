@@ -31,6 +31,8 @@ from switch.cli import (
     team,
 )
 
+# The environment variable the completion script sets when the shell asks for completions.
+COMPLETE_VARIABLE = "_SWITCH_COMPLETE"
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check failed, or there was nothing to act on (no proxy running, no such key)
@@ -179,7 +181,6 @@ def completion(shell: str = typer.Argument(..., help="bash, zsh, fish or powersh
     """Print the shell completion script: `eval "$(switch completion bash)"` in ~/.bashrc (see the README)."""
     from typer._completion_shared import get_completion_script
 
-    from switch.cli import COMPLETE_VARIABLE
     from switch.errors import SwitchError
 
     shells = ("bash", "zsh", "fish", "powershell")

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
             configured, config_error = load_settings().server.port, None
         except SwitchError as exc:
             # A proxy may serve all the same (failing open, or on its last good config): still look for it.
-            from switch.checks.doctor import fallback_port
+            from switch.daemon import fallback_port
 
             configured, config_error = fallback_port(), exc.message
         result: dict[str, Any] = {

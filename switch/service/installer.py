@@ -61,7 +61,7 @@ def _configured() -> tuple[str, int, int, str | None]:
     try:
         server = load_settings().server
     except SwitchError as exc:
-        from switch.checks.doctor import fallback_port
+        from switch.daemon import fallback_port
 
         fallback = Server()
         return fallback.host, fallback_port(), fallback.shutdown_grace, exc.message
