@@ -244,8 +244,8 @@ async def compare_team(args: argparse.Namespace) -> dict[str, Any]:
     """The proxy's overhead without a team ledger and with its shipper busy, measured in the same run."""
     import subprocess
 
+    from switch.config_team import Team
     from switch.team import local
-    from switch.team.config import Team
     from tests.ledger_seed import seed_ledger
     from tests.team.pg import PASSWORD, running_cluster
 

@@ -37,7 +37,8 @@ def fill(url: str, rows: int) -> float:
     """COPY `rows` rows into team_calls and build the daily rollup from them; returns seconds taken."""
     import psycopg
 
-    from switch.team.config import Team, conninfo
+    from switch.config_team import Team
+    from switch.team.config import conninfo
 
     started = time.perf_counter()
     template = seeded_rows(CHUNK, time.time(), SPAN)
@@ -72,8 +73,9 @@ def in_process(url: str) -> None:
     """Where a report's time goes: the sums (rollup + edges) and the medians, each query alone, median of 3."""
     import psycopg
 
+    from switch.config_team import Team
     from switch.ledger.times import parse_time
-    from switch.team.config import Team, conninfo
+    from switch.team.config import conninfo
     from switch.team.reports import spend
 
     with psycopg.connect(conninfo(Team(ledger_url=url, member="bench")), autocommit=True) as connection:

@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from switch import locations
 from switch.config_budgets import Budget, BudgetAction, check_budgets
+from switch.config_team import Team
 from switch.errors import ConfigError
-from switch.team.config import Team
 
 Api = Literal["openai-chat", "anthropic", "openai-responses", "litellm"]
 APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses", "litellm")

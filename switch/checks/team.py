@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from switch.checks.base import Check, check
 
 if TYPE_CHECKING:
-    from switch.team.config import Team
+    from switch.config_team import Team
 
 
 def team_lag_line(team: Team) -> tuple[bool, str, str | None]:

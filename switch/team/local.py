@@ -24,8 +24,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from switch import locations
+from switch.config_team import Team
 from switch.files import atomic_write
-from switch.team.config import Team
 
 
 def team_dir() -> Path:

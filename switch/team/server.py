@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from switch.config_team import Team
 from switch.errors import SwitchError
-from switch.team.config import Team, conninfo, redact, where
+from switch.team.config import conninfo, redact, where
 
 if TYPE_CHECKING:
     import psycopg

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from switch import locations
+from switch.config_team import Team
 from switch.team import local
-from switch.team.config import Team, redact, where
+from switch.team.config import redact, where
 from switch.team.migrations import LATEST, current_version
 from switch.team.sql import CALLS_TABLE, LOCAL_COLUMNS, SHIPPED_COLUMNS, daily_upsert
 

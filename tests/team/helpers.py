@@ -11,7 +11,8 @@ from typing import Any
 
 import psycopg
 
-from switch.team.config import Team, conninfo
+from switch.config_team import Team
+from switch.team.config import conninfo
 from tests.commands import run_switch
 from tests.ledger_seed import FROZEN_NOW, seeded_rows, write_rows
 from tests.team.pg import PASSWORD

@@ -10,8 +10,8 @@ import pytest
 from switch.ui import format as fmt
 from textual.widgets import DataTable, Static
 
+from switch.config_team import Team
 from switch.team import local
-from switch.team.config import Team
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.fake_upstream import FakeChatUpstream
 from tests.ledger_seed import FROZEN_NOW

@@ -16,9 +16,9 @@ import psycopg
 import pytest
 
 from switch.config import load_settings
+from switch.config_team import Team
 from switch.ledger.recorder import Recorder
 from switch.team import local
-from switch.team.config import Team
 from switch.team.shipper import Shipper
 from tests.conftest import FAKE_BASETEN_KEY, Proxy
 from tests.fake_upstream import FakeChatUpstream
