@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 
 from switch.ledger.migrations import BUCKET_SECONDS
+from switch.ledger.ranges import range_conditions, split_range
 from switch.ledger.rollups import CALLS_SUMS_SQL, ROLLUP_SUMS, ROLLUP_SUMS_SQL, merge_sums
 from switch.ledger.times import parse_time as parse_time  # where the CLI and the dashboard look for it
 
@@ -41,24 +42,11 @@ _FIRST_AT, _LAST_AT = len(ROLLUP_SUMS), len(ROLLUP_SUMS) + 1
 MEDIAN_SAMPLE = 5_000
 
 
-def _in_range(column: str, low: float | None, high: float | None) -> tuple[list[str], list[Any]]:
-    """SQL conditions (and their parameters) for `low <= column < high`, either bound optional."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if low is not None:
-        clauses.append(f"{column} >= ?")
-        params.append(low)
-    if high is not None:
-        clauses.append(f"{column} < ?")
-        params.append(high)
-    return clauses, params
-
-
 def where_clause(
     since: float | None, until: float | None, extra: dict[str, str] | None = None
 ) -> tuple[str, list[Any]]:
     """`WHERE …` (or nothing) and its parameters for calls started in [since, until) matching `extra`."""
-    clauses, params = _in_range("started_at", since, until)
+    clauses, params = range_conditions("started_at", since, until)
     for column, value in (extra or {}).items():
         if column == "text":
             clauses.append("(requested_model LIKE ? OR served_model LIKE ? OR COALESCE(error,'') LIKE ?)")
@@ -118,28 +106,19 @@ def _aggregate(
     connection: sqlite3.Connection, by: str | None, since: float | None, until: float | None
 ) -> dict[Any, list[Any]]:
     """Per-group sums: whole buckets from the rollup table, the partial buckets at the edges from calls."""
-    first_bucket = None if since is None else -int(-since // BUCKET_SECONDS) * BUCKET_SECONDS
-    last_bucket = None if until is None else int(until // BUCKET_SECONDS) * BUCKET_SECONDS
+    whole, edges = split_range(since, until, BUCKET_SECONDS)
     merged: dict[Any, list[Any]] = {}
-    clauses, params = _in_range("bucket", first_bucket, last_bucket)
-    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-    rollup_group = ROLLUP_GROUPS[by] if by else "'all'"
-    table = "rollup_session" if by == "session" else "rollup"
-    _merge(
-        merged, connection.execute(f"SELECT {rollup_group}, {ROLLUP_SUMS_SQL} FROM {table} {where} GROUP BY 1", params)
-    )
+    if whole is not None:
+        clauses, params = range_conditions("bucket", *whole)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        rollup_group = ROLLUP_GROUPS[by] if by else "'all'"
+        table = "rollup_session" if by == "session" else "rollup"
+        _merge(
+            merged,
+            connection.execute(f"SELECT {rollup_group}, {ROLLUP_SUMS_SQL} FROM {table} {where} GROUP BY 1", params),
+        )
     calls_group = GROUPS[by] if by else "'all'"
-    edges: list[tuple[float | None, float | None]] = []
-    if since is not None and first_bucket is not None:
-        edges.append((since, float(first_bucket) if until is None else min(float(first_bucket), until)))
-    if until is not None and last_bucket is not None:
-        edges.append((max(float(last_bucket), since) if since is not None else float(last_bucket), until))
-    if since is not None and until is not None and first_bucket is not None and last_bucket is not None:
-        if first_bucket >= last_bucket:  # the range lies inside one or two partial buckets: count it once
-            edges = [(since, until)]
     for low, high in edges:
-        if low is not None and high is not None and low >= high:
-            continue
         edge_where, edge_params = where_clause(low, high)
         _merge(
             merged,

@@ -3,11 +3,11 @@ range from `team_calls`, the derived figures exactly as the local reports derive
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from switch.ledger.queries import finish
+from switch.ledger.ranges import range_conditions, split_range
 from switch.ledger.rollups import SUMS, merge_sums
 from switch.team.sql import CALLS_TABLE, DAILY_SUMS, DAILY_TABLE, DAY_SQL, pg_sum
 
@@ -35,30 +35,8 @@ def _day(timestamp: float) -> Any:
     return datetime.fromtimestamp(timestamp, UTC).date()
 
 
-def _split(
-    since: float | None, until: float | None
-) -> tuple[tuple[float | None, float | None] | None, list[tuple[float | None, float | None]]]:
-    """The whole days of [since, until) for the rollup, and the partial edges for the calls table."""
-    low = None if since is None else math.ceil(since / DAY) * DAY
-    high = None if until is None else math.floor(until / DAY) * DAY
-    if low is not None and high is not None and low >= high:
-        return None, [(since, until)]
-    edges: list[tuple[float | None, float | None]] = []
-    if since is not None and low is not None and since < low:
-        edges.append((since, low))
-    if until is not None and high is not None and high < until:
-        edges.append((high, until))
-    return (low, high), edges
-
-
 def _range(column: str, low: Any, high: Any) -> tuple[str, list[Any]]:
-    clauses, params = [], []
-    if low is not None:
-        clauses.append(f"{column} >= %s")
-        params.append(low)
-    if high is not None:
-        clauses.append(f"{column} < %s")
-        params.append(high)
+    clauses, params = range_conditions(column, low, high, "%s")
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
@@ -76,7 +54,7 @@ def spend(
     """The team's spend, native estimate, savings, calls, errors and cache use per group (or in total), with
     median TTFT and output speed unless `medians` is False; the same figures and names as `queries.spend`."""
     daily_group, calls_group = BY[by] if by else ("'all'", "'all'")
-    whole, edges = _split(since, until)
+    whole, edges = split_range(since, until, DAY)
     merged: dict[Any, list[Any]] = {}
     if whole is not None:
         low, high = whole
