@@ -25,7 +25,6 @@ from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
 from switch.protocols.ir import RequestFormatError
 from switch.protocols.tokens import estimate_input_tokens
-from switch.proxy import litellm_upstream
 from switch.proxy.budget_gate import BudgetGate
 from switch.proxy.config_follower import ConfigFollower
 from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
@@ -280,7 +279,7 @@ def create_app(
             if fail_open is not None:
                 fail_open.clear_marker()
             await pool.aclose()
-            await litellm_upstream.close_clients()
+            await relay.litellm.aclose()
             # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
             # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.
             close_sink = getattr(sink, "close", None)
