@@ -26,9 +26,9 @@ import orjson
 
 from switch.config import Server, Settings
 from switch.errors import UpstreamError, UpstreamTimeout
-from switch.proxy.adapters import ChatUpstream, UpstreamApi
 from switch.proxy.failures import scrub
 from switch.proxy.transport import UpstreamAnswer, UpstreamRequest, WholeAnswer
+from switch.proxy.upstream_apis import ChatUpstream, UpstreamApi
 from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")

@@ -26,9 +26,7 @@ from switch.proxy.adapters import (
     ANTHROPIC_INBOUND,
     CHAT_INBOUND,
     RESPONSES_INBOUND,
-    UPSTREAMS,
     InboundApi,
-    UpstreamApi,
 )
 from switch.proxy.budget_gate import BLOCK_STATUS, BudgetGate, capped
 from switch.proxy.exchange import Exchange, new_id, parse_json_body
@@ -51,6 +49,7 @@ from switch.proxy.room import Room, clamped, with_limits
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionAffinity
 from switch.proxy.translated import TranslatedPath
 from switch.proxy.transport import Transport
+from switch.proxy.upstream_apis import UPSTREAMS, UpstreamApi
 from switch.routing.classify import CallInfo, classify
 from switch.routing.forks import ForkMatcher, route_owner
 from switch.routing.presets import PresetManager, TargetOptions

@@ -34,7 +34,6 @@ from switch.protocols.ir import (
 )
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
-from switch.proxy.adapters import UpstreamApi
 from switch.proxy.exchange import new_id
 from switch.proxy.failures import (
     RESPONSE_ERRORS,
@@ -55,6 +54,7 @@ from switch.proxy.failures import (
 )
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
 from switch.proxy.transport import Transport, UpstreamAnswer, UpstreamRequest
+from switch.proxy.upstream_apis import UpstreamApi
 from switch.proxy.upstream_body import upstream_body
 from switch.routing.resolve import Target
 
