@@ -66,7 +66,9 @@ class TranslationError(ClientRequestError):
 
 
 class UpstreamError(SwitchError):
-    """The upstream failed mid-call; `kind` says how (connect, broken, protocol, in_band, timeout)."""
+    """The upstream failed mid-call; `kind` says how (connect, broken, protocol, in_band, timeout, and for
+    a transport without HTTP: failed, a provider error without a status; empty, a stream that ended before
+    its first chunk; local, switch could not make the call)."""
 
     def __init__(self, message: str, *, kind: str = "http") -> None:
         super().__init__(message)

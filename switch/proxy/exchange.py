@@ -1,7 +1,8 @@
 """One client exchange over raw ASGI: read the body once, answer or stream back.
 
 Raw ASGI instead of Starlette request/response objects keeps the per-request cost low: the body is
-read into one bytes object, headers are decoded once, and streamed chunks go straight to `send`.
+read into one bytes object, headers are decoded once, and streamed chunks go straight to `send`
+(or, on uvicorn's httptools protocol, to its socket: `uvicorn_fast`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 
 from switch.errors import ClientRequestError
+from switch.proxy.uvicorn_fast import HttptoolsCycle, cycle_behind, direct_writer
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -79,7 +81,7 @@ class Exchange:
         self.last_send = 0.0
         self.finished = False
         self.route = b""
-        self._direct: Any = None
+        self._direct: HttptoolsCycle | None = None
         self._guard: _StreamGuard | _TaskGuard | None = None
 
     @property
@@ -130,10 +132,7 @@ class Exchange:
         if self.route:
             headers = [*headers, (b"x-switch-route", self.route)]
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
-        self._direct = _direct_writer(self.send)
-        if self._direct is not None:
-            global direct_streams
-            direct_streams += 1
+        self._direct = direct_writer(self.send)
 
     async def send_chunk(self, data: bytes) -> None:
         """Send part of a streamed body."""
@@ -146,9 +145,9 @@ class Exchange:
                 return
             # What uvicorn's `send` does for a chunk, without its per-message checks: wait while the
             # client's socket buffer is full, drop the bytes once the client has gone.
-            if cycle.flow.write_paused and not cycle.disconnected:
-                await cycle.flow.drain()
-            _write_chunk(cycle, data)
+            if cycle.write_paused and not cycle.gone:
+                await cycle.drain()
+            cycle.write_chunk(data)
 
     def watch_client(self, task: asyncio.Task[Any]) -> Callable[[], None]:
         """Cancel `task` if the client leaves before the returned function is called.
@@ -160,7 +159,7 @@ class Exchange:
         guard = self._guard
         if guard is not None and guard.task is task:
             return guard.stop
-        cycle = _uvicorn_cycle(self.send)
+        cycle = cycle_behind(self.send)
         if cycle is None:
             return _TaskGuard(self, task).stop
         return _StreamGuard(self, cycle, task, _WATCH_PERIOD, None).stop
@@ -211,43 +210,7 @@ class Exchange:
                 return
 
 
-_UVICORN_HTTPTOOLS = "uvicorn.protocols.http.httptools_impl"
-# uvicorn's RequestResponseCycle fields read here (pyproject pins uvicorn to versions that have them).
-_CYCLE_FIELDS = ("transport", "flow", "disconnected", "response_complete", "chunked_encoding")
 _WATCH_PERIOD = 0.25
-direct_streams = 0
-"""Streams whose chunks went straight to uvicorn's socket (tests check the fast path engages)."""
-
-
-def _write_chunk(cycle: Any, data: bytes) -> None:
-    # A chunk written after the response ended (the client buffer was full meanwhile) would
-    # corrupt the next response on this kept-alive connection; one to a departed client is dropped.
-    if not cycle.disconnected and not cycle.response_complete:
-        cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
-
-
-def _uvicorn_cycle(send: Send) -> Any:
-    """uvicorn's httptools request cycle behind `send`, when it has the fields read here; else None."""
-    cycle = getattr(send, "__self__", None)
-    if cycle is None or type(cycle).__module__ != _UVICORN_HTTPTOOLS:
-        return None
-    if not all(hasattr(cycle, name) for name in _CYCLE_FIELDS):
-        return None
-    return cycle
-
-
-def _direct_writer(send: Send) -> Any:
-    """uvicorn's request cycle behind `send` when chunks may be written to its socket directly.
-
-    Streamed chunks are most of the proxy's writes: framing them here skips a message dict and
-    uvicorn's checks per chunk. Only uvicorn's httptools cycle (known fields, chunked encoding
-    decided by our headers) qualifies; any other server gets plain ASGI `send` calls. The final
-    chunk always goes through `send`, so uvicorn completes the response and keeps the connection.
-    """
-    cycle = _uvicorn_cycle(send)
-    if cycle is None or cycle.chunked_encoding is not True:
-        return None
-    return cycle
 
 
 class _TaskGuard:
@@ -285,7 +248,7 @@ class _StreamGuard:
     def __init__(
         self,
         exchange: Exchange,
-        cycle: Any,
+        cycle: HttptoolsCycle,
         task: asyncio.Task[Any],
         interval: float,
         ping: Callable[[], bytes] | None,
@@ -301,7 +264,11 @@ class _StreamGuard:
 
     def add_ping(self, interval: float, ping: Callable[[], bytes] | None) -> bool:
         """Also ping after `interval` of silence; False when the stream cannot be written directly."""
-        if self.handle is None or (ping is not None and self.exchange._direct is not self.cycle):
+        if self.handle is None:
+            return False
+        direct = self.exchange._direct
+        # The watch's cycle and the stream's writer wrap the same uvicorn cycle when the stream is direct.
+        if ping is not None and (direct is None or direct.cycle is not self.cycle.cycle):
             return False
         self.interval = interval
         self.period = min(interval, _WATCH_PERIOD)
@@ -317,18 +284,18 @@ class _StreamGuard:
         if exchange.finished:
             self.stop()
             return
-        if cycle.disconnected:
+        if cycle.gone:
             exchange.disconnected = True
             self.task.cancel()
             self.stop()
             return
         ping = self.ping
         if ping is not None and time.perf_counter() - exchange.last_send >= self.interval:
-            if not cycle.flow.write_paused:
+            if not cycle.write_paused:
                 data = ping()
                 exchange.response_bytes += len(data)
                 exchange.last_send = time.perf_counter()
-                _write_chunk(cycle, data)
+                cycle.write_chunk(data)
         self.handle = asyncio.get_running_loop().call_later(self.period, self.tick)
 
     def stop(self) -> None:

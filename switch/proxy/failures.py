@@ -21,8 +21,8 @@ from switch.protocols.ir import UpstreamFormatError as IrUpstreamFormatError
 from switch.protocols.overflow import Overflow, overflow_of, sizes
 from switch.proxy.adapters import InboundApi
 from switch.proxy.exchange import Exchange
-from switch.proxy.http1 import UpstreamResponse
 from switch.proxy.meter import Meter
+from switch.proxy.transport import UpstreamAnswer
 
 log = logging.getLogger("switch.relay")
 
@@ -97,6 +97,10 @@ def error_status(error: UpstreamError | ProtocolError) -> tuple[int, Outcome]:
             return 502, "transport_error"
         if kind == "in_band":
             return 529, "upstream_error"
+        if kind == "local":
+            return 502, "proxy_error"  # switch could not make the call (LiteLLM would not load)
+        if kind == "empty":
+            return 502, "incomplete_stream"
         return 502, "incomplete_stream" if kind == "protocol" else "upstream_error"
     if isinstance(error, IrUpstreamFormatError):
         return 502, "incomplete_stream"
@@ -119,7 +123,10 @@ def attach_usage(error: UpstreamError | ProtocolError, usage: Usage) -> None:
 
 def connect_trigger(error: UpstreamError) -> str:
     """The fallback trigger for an upstream that could not be reached or did not answer."""
-    return "timeout" if error.kind == "timeout" else "connect"
+    if error.kind == "timeout":
+        return "timeout"
+    # Reached, but it failed without a status (a LiteLLM provider error) or ended before its first chunk.
+    return "5xx" if error.kind in ("failed", "empty") else "connect"
 
 
 def status_trigger(status: int) -> str | None:
@@ -158,7 +165,7 @@ def unreadable(upstream_name: str) -> str:
 
 
 async def status_failure(
-    error_message: Callable[[bytes], str], response: UpstreamResponse, provider: str, key: str | None
+    error_message: Callable[[bytes], str], response: UpstreamAnswer, provider: str, key: str | None
 ) -> Failure:
     """The failure for an upstream that answered with an error status (its body read, key scrubbed)."""
     status = response.status_code

@@ -1,8 +1,10 @@
 """Targets served through LiteLLM's async SDK: any provider LiteLLM reaches, as `api = "litellm"` providers.
 
-The request is built as an OpenAI chat body by the chat writer (LiteLLM takes that shape), its fields are
-handed to `litellm.acompletion` with the provider's key passed per call, and LiteLLM's answer, which has
-the chat shape again, goes through the same translator as an HTTP upstream's (`TranslatedPath.answer`).
+LiteLLM is the second `transport.Transport`: the translated path writes an OpenAI chat body for it (the
+shape LiteLLM takes), this transport hands its fields to `litellm.acompletion` with the provider's key
+passed per call, and LiteLLM's answer, chat-shaped again, comes back as status, headers and SSE chunks
+that the translated path decodes as it would an HTTP upstream's. A provider's error status is an answer
+with that status; anything else is an `UpstreamError` whose kind `failures` maps, as for HTTP.
 
 LiteLLM is imported the first time such a target is used, in a worker thread (the import takes seconds),
 or ahead of time in a background thread when the config names such a provider; the native and HTTP paths
@@ -22,36 +24,36 @@ from typing import Any
 
 import orjson
 
-from switch.config import Settings
-from switch.errors import UpstreamError
-from switch.protocols.ir import Request
-from switch.protocols.openai_chat import outbound as chat_outbound
-from switch.proxy.adapters import CHAT_UPSTREAM, UpstreamApi
-from switch.proxy.failures import Attempt, Failure, answered_failure, fail, scrub
-from switch.proxy.state import KeyCache, ReasoningCache
-from switch.proxy.translated import TranslatedPath
-from switch.proxy.upstream_body import upstream_body
+from switch.config import Server, Settings
+from switch.errors import UpstreamError, UpstreamTimeout
+from switch.proxy.failures import scrub
+from switch.proxy.transport import UpstreamAnswer, UpstreamRequest, WholeAnswer
+from switch.proxy.upstream_apis import ChatUpstream, UpstreamApi
 from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")
-
-# The decoder and reader are the chat API's: LiteLLM answers in its shape. Only the name differs, in messages.
-LITELLM_UPSTREAM = UpstreamApi(
-    "litellm",
-    "",
-    CHAT_UPSTREAM.request_body,
-    CHAT_UPSTREAM.auth_headers,
-    CHAT_UPSTREAM.response_to_ir,
-    CHAT_UPSTREAM.new_decoder,
-    CHAT_UPSTREAM.error_message,
-    CHAT_UPSTREAM.function_only,
-)
 
 KEYLESS_PROVIDERS = frozenset({"ollama", "ollama_chat", "hosted_vllm", "vllm", "lm_studio", "llamafile"})
 """LiteLLM providers that are usually a server on the user's machine: called without a key when none is set."""
 
 # Chat body fields LiteLLM takes as its own parameters; anything else the chat writer adds is for a
 # specific chat server (a cache-key field, vLLM's template arguments) and would leak into the provider's body.
+
+
+class LiteLLMUpstream(ChatUpstream):
+    """LiteLLM as an upstream: the chat API's body, decoder and reader, under its own name in messages."""
+
+    name = "litellm"
+    path = ""
+
+    def needs_key(self, target: Target) -> bool:
+        """Whether `target` needs a key: not for a provider that is usually a local server, or a keyless one."""
+        provider = target.litellm_provider or target.provider
+        return provider not in KEYLESS_PROVIDERS and not target.keyless
+
+
+LITELLM_UPSTREAM: UpstreamApi = LiteLLMUpstream()
+
 _PASSED = (
     "messages",
     "tools",
@@ -156,17 +158,27 @@ def _dump(item: Any) -> dict[str, Any]:
     return body
 
 
-class _Answer:
-    """LiteLLM's output read like an HTTP answer: a stream as SSE chat chunks, a whole response as JSON."""
+class _Streamed:
+    """A LiteLLM stream as a transport answer: its chunks as SSE chat chunks, the first already in."""
 
-    def __init__(self, result: Any, first: Any, classify: Any) -> None:
+    status_code = 200
+
+    def __init__(self, result: Any, first: Any, key: str) -> None:
         self.result = result
         self.first = first
-        self.classify = classify
-        self.headers = {"content-type": "text/event-stream" if first is not None else "application/json"}
+        self.key = key
+        self.headers = {"content-type": "text/event-stream"}
+        self.ended = False
+
+    async def wait_body(self, timeout: float) -> bool:
+        """The first chunk is here already."""
+        return True
+
+    def decode_content(self, enabled: bool) -> None:
+        """Nothing to decode."""
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """Each chunk of a streamed answer as one SSE event."""
+        """Each chunk of the stream as one SSE event."""
         dumps = orjson.dumps
         yield b"data: " + dumps(_dump(self.first)) + b"\n\n"
         try:
@@ -175,42 +187,37 @@ class _Answer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            failure = self.classify(exc)
-            raise UpstreamError(failure.message, kind=_KINDS.get(failure.trigger, "in_band")) from None
+            raise _transport_error(exc, self.key, mid_stream=True) from None
+        self.ended = True
 
     async def read(self, limit: int = 0) -> bytes:
-        """A whole answer as one JSON body."""
-        return orjson.dumps(_dump(self.result))
+        """The whole stream's events."""
+        return b"".join([chunk async for chunk in self.chunks()])
+
+    def close(self) -> None:
+        """Hang up on the provider if the stream was left early (client gone, broken chunk)."""
+        if not self.ended:
+            self.ended = True
+            closing = asyncio.ensure_future(_close(self.result))
+            _CLOSING.add(closing)
+            closing.add_done_callback(_CLOSING.discard)
 
 
-_KINDS = {"connect": "connect", "timeout": "timeout"}
+_CLOSING: set[asyncio.Future[None]] = set()
+"""Streams being closed after their answer was given up: held so the task is not collected half-way."""
 
 
-class LiteLLMPath:
-    """Serves a call on a LiteLLM target, answering through the translated path's encoders."""
+class LiteLLMTransport:
+    """Calls LiteLLM's `acompletion` with a chat body: the second `Transport`, next to the HTTP pool."""
 
-    def __init__(self, translated: TranslatedPath, keys: KeyCache, reasoning: ReasoningCache) -> None:
-        self.translated = translated
-        self.keys = keys
-        self.reasoning = reasoning
+    def __init__(self, server: Server) -> None:
+        self.server = server
 
-    async def serve(self, attempt: Attempt, request: Request, target: Target) -> Failure | None:
-        """Serve one attempt through LiteLLM; a `Failure` when the next target should serve instead."""
+    async def send(self, request: UpstreamRequest) -> UpstreamAnswer:
+        """Hand the chat body to LiteLLM; its answer once the first chunk (or the whole response) is in."""
+        target, key = request.target, request.key
         provider = target.litellm_provider or target.provider
-        key = self.keys.get(target.provider)
-        if not key and provider not in KEYLESS_PROVIDERS and not target.keyless:
-            status, message = self.keys.unavailable(target.provider, target.api_key_env)
-            return await fail(attempt, Failure(status, message, "rejected", "no_key"))
-        assert target.chat is not None
-        chat = target.chat
-        body = await upstream_body(
-            attempt,
-            request,
-            CHAT_UPSTREAM.name,
-            lambda sent: chat_outbound.request_from_ir(sent, chat, self.reasoning.get),
-        )
-        if body is None:
-            return None
+        body = orjson.loads(request.body)
         arguments = {name: body[name] for name in _PASSED if name in body}
         wanted = body.get("max_completion_tokens")
         if wanted is not None:
@@ -218,51 +225,53 @@ class LiteLLMPath:
         arguments.update(
             model=f"{provider}/{target.model}",
             api_key=key or None,
-            timeout=self.translated.settings.server.read_timeout,
+            timeout=self.server.read_timeout,
             num_retries=0,
             max_retries=0,
             drop_params=True,
         )
         if target.base_url:
             arguments["api_base"] = target.base_url
-        ttft_timeout = self.translated.settings.routing.ttft_timeout if attempt.can_fall_back else None
-
-        def classify(exc: BaseException) -> Failure:
-            return _failure(LOADER.module, exc, target.provider, key)
-
         try:
             litellm = await LOADER.get()
         except Exception as exc:
             log.exception("could not import LiteLLM")
-            message = f"switch could not load LiteLLM for {target.provider} ({type(exc).__name__}); see the log"
-            return await fail(attempt, Failure(502, message, "proxy_error", "connect"))
+            raise UpstreamError(
+                f"switch could not load LiteLLM ({type(exc).__name__}); see the log", kind="local"
+            ) from None
         try:
-            result, first = await asyncio.wait_for(self._start(litellm, arguments), ttft_timeout)
+            result, first = await asyncio.wait_for(_start(litellm, arguments), request.header_timeout)
         except TimeoutError:
-            message = f"upstream {target.provider} sent nothing within the time-to-first-token limit"
-            return await fail(attempt, Failure(504, message, "transport_error", "timeout"))
+            raise UpstreamTimeout("sent nothing within the time-to-first-token limit") from None
         except StopAsyncIteration:
-            message = f"upstream {target.provider} ended its stream before sending anything"
-            return await fail(attempt, Failure(502, message, "incomplete_stream", "5xx"))
+            raise UpstreamError("ended its stream before sending anything", kind="empty") from None
         except Exception as exc:
-            return await fail(attempt, classify(exc))
-        answer = _Answer(result, first, classify)
-        try:
-            await self.translated.answer(attempt, LITELLM_UPSTREAM, request, answer, key or "")
-        finally:
-            if first is not None:
-                # A stream left early (client gone, broken chunk) must hang up on the provider too.
-                await _close(result)
-        return None
+            status = _status_of(exc)
+            if status is None:
+                raise _transport_error(exc, key, mid_stream=False) from None
+            # The provider answered with an error status: an answer like an HTTP upstream's, for `failures`.
+            error = {"error": {"message": _message(exc, key)}}
+            headers = {"content-type": "application/json"}
+            retry_after = _retry_after(exc)
+            if retry_after is not None:
+                headers["retry-after"] = retry_after
+            return WholeAnswer(status, orjson.dumps(error), headers)
+        if first is None:
+            return WholeAnswer(200, orjson.dumps(_dump(result)))
+        return _Streamed(result, first, key)
 
-    @staticmethod
-    async def _start(litellm: Any, arguments: dict[str, Any]) -> tuple[Any, Any]:
-        """Call LiteLLM; for a stream, wait for its first chunk too, so a failure before it can fall back."""
-        result = await litellm.acompletion(**arguments)
-        if not arguments.get("stream"):
-            return result, None
-        first = await anext(result)
-        return result, first
+    async def aclose(self) -> None:
+        """Close the connections LiteLLM opened on this event loop."""
+        await close_clients()
+
+
+async def _start(litellm: Any, arguments: dict[str, Any]) -> tuple[Any, Any]:
+    """Call LiteLLM; for a stream, wait for its first chunk too, so a failure before it can fall back."""
+    result = await litellm.acompletion(**arguments)
+    if not arguments.get("stream"):
+        return result, None
+    first = await anext(result)
+    return result, first
 
 
 async def _close(stream: Any) -> None:
@@ -275,24 +284,49 @@ async def _close(stream: Any) -> None:
         log.debug("closing a LiteLLM stream failed", exc_info=True)
 
 
-def _failure(litellm: Any, exc: BaseException, provider: str, key: str | None) -> Failure:
-    """A LiteLLM exception as switch's outcome, status and fallback trigger, its message without the key."""
+def _cause(exc: BaseException) -> BaseException:
+    """The exception that says what happened: a stream's failure before its first chunk comes wrapped
+    (MidStreamFallbackError, always 503), its cause says whether it was a refused connection, a timeout
+    or the provider's status."""
     original = getattr(exc, "original_exception", None)
-    if isinstance(original, Exception) and original is not exc:
-        # A stream's failure before its first chunk comes wrapped (MidStreamFallbackError, always 503): the
-        # cause says whether it was a refused connection, a timeout or the provider's status.
-        return _failure(litellm, original, provider, key)
-    # LiteLLM appends the traceback to some messages: the caller gets the message, the log the traceback.
-    message = scrub(str(exc).partition("\nTraceback")[0].strip(), key)[:_MAX_MESSAGE]
-    if litellm is not None and isinstance(exc, litellm.Timeout):
-        return Failure(504, f"upstream {provider} timed out: {message}", "transport_error", "timeout")
-    if litellm is not None and isinstance(exc, litellm.APIConnectionError):
-        return Failure(502, f"upstream {provider} could not be reached: {message}", "transport_error", "connect")
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int) or not 400 <= status <= 599:
-        # Not a provider's answer: a LiteLLM failure before or after the call, named for the log.
-        log.warning("LiteLLM call to %s failed", provider, exc_info=(type(exc), exc, exc.__traceback__))
-        return Failure(502, f"upstream {provider} via LiteLLM failed: {message}", "upstream_error", "5xx")
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    retry_after = headers.get("retry-after") if headers is not None else None
-    return answered_failure(status, message, provider, retry_after)
+    while isinstance(original, Exception) and original is not exc:
+        exc = original
+        original = getattr(exc, "original_exception", None)
+    return exc
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """The provider's HTTP status behind a LiteLLM exception, if it answered with one."""
+    cause = _cause(exc)
+    litellm = LOADER.module
+    if litellm is not None and isinstance(cause, (litellm.Timeout, litellm.APIConnectionError)):
+        return None
+    status = getattr(cause, "status_code", None)
+    return status if isinstance(status, int) and 400 <= status <= 599 else None
+
+
+def _retry_after(exc: BaseException) -> str | None:
+    headers = getattr(getattr(_cause(exc), "response", None), "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    return value if isinstance(value, str) else None
+
+
+def _message(exc: BaseException, key: str) -> str:
+    """A LiteLLM exception's message without the key, or the traceback it appends to some."""
+    return scrub(str(_cause(exc)).partition("\nTraceback")[0].strip(), key)[:_MAX_MESSAGE]
+
+
+def _transport_error(exc: BaseException, key: str, *, mid_stream: bool) -> UpstreamError:
+    """A LiteLLM failure without a provider status, in the transport's terms (`failures` maps them on)."""
+    cause = _cause(exc)
+    litellm = LOADER.module
+    message = _message(exc, key)
+    if litellm is not None and isinstance(cause, litellm.Timeout):
+        return UpstreamTimeout(f"timed out: {message}")
+    if litellm is not None and isinstance(cause, litellm.APIConnectionError):
+        return UpstreamError(f"could not be reached: {message}", kind="connect")
+    if mid_stream:
+        return UpstreamError(message, kind="in_band")
+    # Not a provider's answer: a LiteLLM failure before or after the call, named for the log.
+    log.warning("LiteLLM call failed", exc_info=(type(cause), cause, cause.__traceback__))
+    return UpstreamError(f"LiteLLM failed: {message}", kind="failed")

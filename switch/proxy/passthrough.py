@@ -30,7 +30,7 @@ from switch.proxy.failures import (
     status_trigger,
     transport_failure,
 )
-from switch.proxy.upstream import UpstreamPool
+from switch.proxy.transport import Transport, UpstreamRequest
 from switch.routing.classify import forced_role
 from switch.routing.resolve import Target
 
@@ -86,9 +86,9 @@ SWITCH_PREFIX = "switch/"
 class PassThroughPath:
     """Serves a call on the caller's own API at its native provider."""
 
-    def __init__(self, settings: Settings, pool: UpstreamPool) -> None:
+    def __init__(self, settings: Settings, transport: Transport) -> None:
         self.settings = settings
-        self.pool = pool
+        self.transport = transport
 
     def _native_model(self, inbound_api: str, requested: Any) -> str | None:
         """The real model to send instead of a `switch/...` name, which only switch understands; else None."""
@@ -132,8 +132,10 @@ class PassThroughPath:
                 sent, strip_usage = metered, True
         ttft_timeout = self.settings.routing.ttft_timeout
         try:
-            response = await self.pool.request(
-                "POST", url, headers, sent, header_timeout=ttft_timeout if attempt.can_fall_back else None
+            response = await self.transport.send(
+                UpstreamRequest(
+                    url, headers, sent, target, header_timeout=ttft_timeout if attempt.can_fall_back else None
+                )
             )
         except UpstreamError as exc:
             return await fail(attempt, transport_failure(exc, target.provider))

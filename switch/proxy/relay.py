@@ -26,7 +26,6 @@ from switch.proxy.adapters import (
     ANTHROPIC_INBOUND,
     CHAT_INBOUND,
     RESPONSES_INBOUND,
-    UPSTREAMS,
     InboundApi,
 )
 from switch.proxy.budget_gate import BLOCK_STATUS, BudgetGate, capped
@@ -43,13 +42,14 @@ from switch.proxy.failures import (
     rejection,
     send_error,
 )
-from switch.proxy.litellm_upstream import LOADER, LiteLLMPath, uses_litellm
+from switch.proxy.litellm_upstream import LITELLM_UPSTREAM, LOADER, LiteLLMTransport, uses_litellm
 from switch.proxy.meter import Meter
 from switch.proxy.passthrough import PassThroughPath
 from switch.proxy.room import Room, clamped, with_limits
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionAffinity
 from switch.proxy.translated import TranslatedPath
-from switch.proxy.upstream import UpstreamPool
+from switch.proxy.transport import Transport
+from switch.proxy.upstream_apis import UPSTREAMS, UpstreamApi
 from switch.routing.classify import CallInfo, classify
 from switch.routing.forks import ForkMatcher, route_owner
 from switch.routing.presets import PresetManager, TargetOptions
@@ -107,12 +107,15 @@ class Relay:
     def __init__(
         self,
         settings: Settings,
-        pool: UpstreamPool,
+        http: Transport,
         sink: RecordSink | None = None,
         presets: PresetManager | None = None,
+        litellm: Transport | None = None,
     ) -> None:
         self.settings = settings
-        self.pool = pool
+        # The two ways a call goes upstream (`transport`): HTTP for every API, LiteLLM's SDK for its targets.
+        self.http = http
+        self.litellm = litellm if litellm is not None else LiteLLMTransport(settings.server)
         self.sink = sink
         self.presets = presets or PresetManager(set(settings.providers), settings.defaults.model)
         self.reasoning = ReasoningCache()
@@ -120,9 +123,8 @@ class Relay:
         self.responses = ResponseStore()
         self.affinity = SessionAffinity()
         self.forks = ForkMatcher()
-        self.translated = TranslatedPath(settings, pool, self.keys, self.reasoning, self.responses)
-        self.passthrough = PassThroughPath(settings, pool)
-        self.litellm = LiteLLMPath(self.translated, self.keys, self.reasoning)
+        self.translated = TranslatedPath(settings, self.keys, self.reasoning, self.responses)
+        self.passthrough = PassThroughPath(settings, http)
         self._targets: dict[tuple[str, str], Target] = {}
         self._smallest: dict[tuple[str, tuple[tuple[str, bool], ...]], int | None] = {}
         """Per inbound API and route: the smallest known window on it (see `Room.size_up`)."""
@@ -138,6 +140,8 @@ class Relay:
         self.settings = settings
         self.translated.settings = settings
         self.passthrough.settings = settings
+        if isinstance(self.litellm, LiteLLMTransport):
+            self.litellm.server = settings.server
         # Targets resolved from the old providers (base_url, api, key variable) must not outlive them.
         self._targets = {}
         self._smallest = {}
@@ -285,17 +289,19 @@ class Relay:
                 await send_error(exchange, inbound, 400, f"{uncarried} ({reference})", request_id)
                 attempt_meter.finish("rejected", uncarried, status=400)
                 return
-            elif target.api == "litellm":
-                served = self.litellm.serve(attempt, _with_options(routed, preset.options(reference)), target)
             else:
-                upstream = UPSTREAMS.get(target.api)
+                upstream: UpstreamApi | None
+                if target.api == "litellm":
+                    upstream, transport = LITELLM_UPSTREAM, self.litellm
+                else:
+                    upstream, transport = UPSTREAMS.get(target.api), self.http
                 if upstream is None:
                     message = f"upstream API '{target.api}' cannot serve {inbound.name} requests"
                     await send_error(exchange, inbound, 501, message, request_id)
                     attempt_meter.finish("proxy_error", message)
                     return
                 routed = capped(_with_options(routed, preset.options(reference)), effort)
-                served = self.translated.serve(attempt, upstream, routed, target)
+                served = self.translated.serve(attempt, upstream, routed, target, transport)
             failure = await self._watched(attempt, served)
             if failure is None:
                 return

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
@@ -34,7 +34,6 @@ from switch.protocols.ir import (
 )
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
-from switch.proxy.adapters import UpstreamApi
 from switch.proxy.exchange import new_id
 from switch.proxy.failures import (
     RESPONSE_ERRORS,
@@ -54,21 +53,12 @@ from switch.proxy.failures import (
     unreadable,
 )
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
-from switch.proxy.upstream import UpstreamPool
+from switch.proxy.transport import Transport, UpstreamAnswer, UpstreamRequest
+from switch.proxy.upstream_apis import UpstreamApi
 from switch.proxy.upstream_body import upstream_body
 from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")
-
-
-class AnswerBody(Protocol):
-    """An upstream's successful answer as the translator reads it (an HTTP response, or LiteLLM's output)."""
-
-    headers: dict[str, str]
-
-    def chunks(self) -> AsyncIterator[bytes]: ...
-
-    async def read(self, limit: int = ...) -> bytes: ...
 
 
 class TranslatedPath:
@@ -77,37 +67,39 @@ class TranslatedPath:
     def __init__(
         self,
         settings: Settings,
-        pool: UpstreamPool,
         keys: KeyCache,
         reasoning: ReasoningCache,
         responses: ResponseStore,
     ) -> None:
         self.settings = settings
-        self.pool = pool
         self.keys = keys
         self.reasoning = reasoning
         self.responses = responses
 
-    async def serve(self, attempt: Attempt, upstream: UpstreamApi, request: Request, target: Target) -> Failure | None:
-        """Translate and serve one attempt; a `Failure` when the next target should serve instead."""
+    async def serve(
+        self, attempt: Attempt, upstream: UpstreamApi, request: Request, target: Target, transport: Transport
+    ) -> Failure | None:
+        """Translate and serve one attempt over `transport`; a `Failure` when the next target should serve instead."""
         key = self.keys.get(target.provider) or ""
-        if not key and not target.keyless:
+        if not key and upstream.needs_key(target):
             status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await fail(attempt, Failure(status, message, "rejected", "no_key"))
         body = await upstream_body(
-            attempt, request, upstream.name, lambda sent: upstream.request_body(sent, target, self.reasoning.get)
+            attempt, request, upstream.wire, lambda sent: upstream.request_body(sent, target, self.reasoning.get)
         )
         if body is None:
             return None
         ttft_timeout = self.settings.routing.ttft_timeout
+        sent = UpstreamRequest(
+            target.base_url + upstream.path,
+            upstream.auth_headers(key, request.stream),
+            body,
+            target,
+            key,
+            ttft_timeout if attempt.can_fall_back else None,
+        )
         try:
-            response = await self.pool.request(
-                "POST",
-                target.base_url + upstream.path,
-                upstream.auth_headers(key, request.stream),
-                body,
-                header_timeout=ttft_timeout if attempt.can_fall_back else None,
-            )
+            response = await transport.send(sent)
         except UpstreamError as exc:
             return await fail(attempt, transport_failure(exc, target.provider))
         try:
@@ -122,7 +114,7 @@ class TranslatedPath:
         return None
 
     async def answer(
-        self, attempt: Attempt, upstream: UpstreamApi, request: Request, response: AnswerBody, key: str
+        self, attempt: Attempt, upstream: UpstreamApi, request: Request, response: UpstreamAnswer, key: str
     ) -> None:
         """Translate an upstream's successful answer for the caller, streamed or whole, and record it."""
         index = ToolIndex.of(request.tools)
@@ -137,7 +129,7 @@ class TranslatedPath:
         attempt: Attempt,
         upstream: UpstreamApi,
         request: Request,
-        response: AnswerBody,
+        response: UpstreamAnswer,
         is_sse: bool,
         index: ToolIndex,
         key: str,
@@ -187,7 +179,7 @@ class TranslatedPath:
         attempt: Attempt,
         upstream: UpstreamApi,
         request: Request,
-        response: AnswerBody,
+        response: UpstreamAnswer,
         is_sse: bool,
         index: ToolIndex,
     ) -> None:

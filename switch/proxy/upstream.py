@@ -1,7 +1,7 @@
 """The upstream HTTP client pool: keep-alive HTTP/1.1 connections per host, streamed bodies.
 
 The proxy spends most of its time here, so this is a lean client (see `http1`) instead of a
-general-purpose one.
+general-purpose one. It is the HTTP implementation of `transport.Transport` (`send`).
 
 Contract: `UpstreamPool.request` returns an `UpstreamResponse` once the status line and headers
 have arrived; its body must be consumed (`chunks()` / `read()`) or the response `close()`d, which
@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from switch.config import Server
 from switch.errors import UpstreamError, UpstreamTimeout
 from switch.proxy.http1 import Connection, UpstreamResponse
+from switch.proxy.transport import UpstreamRequest
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -144,6 +145,12 @@ class UpstreamPool:
                 raise
             return response
         raise UpstreamError("upstream closed the connection", kind="broken")
+
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+        """The `Transport` entry: `request` over a pooled connection, its key already in its headers."""
+        return await self.request(
+            request.method, request.url, request.headers, request.body, header_timeout=request.header_timeout
+        )
 
     async def aclose(self) -> None:
         """Close every idle connection."""

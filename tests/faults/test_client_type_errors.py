@@ -5,7 +5,6 @@ called (harness, session) and with which model. Callers are the real SDKs, with 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NoReturn
 
 import anthropic
@@ -13,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from switch.proxy import adapters, relay
+from switch.proxy import adapters, relay, upstream_apis
 from tests.conftest import FAKE_CLIENT_KEY, Proxy, load_capture
 
 SESSION = "b92b615c-8b6c-43de-9583-f9649bf7ba82"
@@ -143,9 +142,7 @@ def _boom(*_args: Any) -> NoReturn:
 
 
 def test_a_parser_bug_is_a_400_naming_the_step_not_a_500(kimi_proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        relay, "ANTHROPIC_INBOUND", dataclasses.replace(adapters.ANTHROPIC_INBOUND, request_to_ir=_boom)
-    )
+    monkeypatch.setattr(adapters.ANTHROPIC_INBOUND, "request_to_ir", _boom)
     body = claude_code_body()
     response = httpx.post(kimi_proxy.url + "/v1/messages", json=body, headers=CLAUDE_CODE_HEADERS)
     assert response.status_code == 400, response.text
@@ -156,8 +153,7 @@ def test_a_parser_bug_is_a_400_naming_the_step_not_a_500(kimi_proxy: Proxy, monk
 
 
 def test_a_request_translator_bug_is_a_400_naming_the_step(kimi_proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = dataclasses.replace(adapters.CHAT_UPSTREAM, request_body=_boom)
-    monkeypatch.setitem(adapters.UPSTREAMS, "openai-chat", broken)
+    monkeypatch.setattr(upstream_apis.CHAT_UPSTREAM, "request_body", _boom)
     body = claude_code_body()
     response = httpx.post(kimi_proxy.url + "/v1/messages", json=body, headers=CLAUDE_CODE_HEADERS)
     assert response.status_code == 400, response.text
@@ -174,8 +170,7 @@ def test_a_request_translator_bug_is_a_400_naming_the_step(kimi_proxy: Proxy, mo
 def test_a_bug_after_routing_is_recorded_with_the_call_it_was_serving(
     kimi_proxy: Proxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    broken = dataclasses.replace(adapters.CHAT_UPSTREAM, auth_headers=_boom)
-    monkeypatch.setitem(adapters.UPSTREAMS, "openai-chat", broken)
+    monkeypatch.setattr(upstream_apis.CHAT_UPSTREAM, "auth_headers", _boom)
     body = claude_code_body()
     response = httpx.post(kimi_proxy.url + "/v1/messages", json=body, headers=CLAUDE_CODE_HEADERS)
     assert response.status_code == 500 and response.json()["error"]["type"] == "api_error"

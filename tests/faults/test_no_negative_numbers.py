@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from switch.protocols.ir import UpstreamFormatError, UpstreamReportedError
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex
-from switch.proxy.adapters import UPSTREAMS
+from switch.proxy.upstream_apis import UPSTREAMS
 from tests.conftest import Proxy
 from tests.fake_upstream import Reply
 from tests.faults.test_upstream_fuzz import (

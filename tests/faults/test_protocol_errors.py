@@ -9,7 +9,6 @@ these inject one where each protocol is called, through the same adapter the pro
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NoReturn
 
 import anthropic
@@ -18,7 +17,7 @@ import pytest
 
 from switch.protocols.ir import RequestFormatError, StreamSink, UnsupportedFeatureError, UpstreamFormatError, Usage
 from switch.protocols.tools import ToolIndex
-from switch.proxy import adapters, relay
+from switch.proxy import adapters, upstream_apis
 from tests.conftest import FAKE_CLIENT_KEY, Proxy
 from tests.fake_upstream import Turn
 
@@ -42,7 +41,7 @@ def anthropic_client(proxy: Proxy) -> anthropic.Anthropic:
 
 def test_a_request_format_error_is_a_400_naming_the_field(kimi_proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
     error = RequestFormatError("messages[0].role must be user, assistant, system or tool", param="messages[0].role")
-    monkeypatch.setattr(relay, "CHAT_INBOUND", dataclasses.replace(adapters.CHAT_INBOUND, request_to_ir=raising(error)))
+    monkeypatch.setattr(adapters.CHAT_INBOUND, "request_to_ir", raising(error))
     sdk = openai.OpenAI(base_url=kimi_proxy.url + "/v1", api_key="sk-test", max_retries=0)
     with pytest.raises(openai.BadRequestError) as caught:
         sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
@@ -58,8 +57,7 @@ def test_an_unsupported_feature_is_a_400_saying_what_the_upstream_cannot_take(
     kimi_proxy: Proxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     error = UnsupportedFeatureError("document blocks cannot be sent to an openai-chat upstream", param="messages")
-    broken = dataclasses.replace(adapters.CHAT_UPSTREAM, request_body=raising(error))
-    monkeypatch.setitem(adapters.UPSTREAMS, "openai-chat", broken)
+    monkeypatch.setattr(upstream_apis.CHAT_UPSTREAM, "request_body", raising(error))
     with pytest.raises(anthropic.BadRequestError) as caught:
         anthropic_client(kimi_proxy).messages.create(
             model="claude-opus-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
@@ -75,8 +73,7 @@ def test_a_malformed_upstream_answer_is_a_502_that_says_so_and_keeps_its_usage(
 ) -> None:
     reported = Usage(input_tokens=700, cache_read_tokens=200, output_tokens=9)
     error = UpstreamFormatError("upstream sent a malformed response: choices[0] is not an object", usage=reported)
-    broken = dataclasses.replace(adapters.CHAT_UPSTREAM, response_to_ir=raising(error))
-    monkeypatch.setitem(adapters.UPSTREAMS, "openai-chat", broken)
+    monkeypatch.setattr(upstream_apis.CHAT_UPSTREAM, "response_to_ir", raising(error))
     assert kimi_proxy.upstream is not None
     kimi_proxy.upstream.script(Turn(text="an answer switch will not read"))
     with pytest.raises(anthropic.APIStatusError) as caught:
@@ -108,8 +105,7 @@ class BrokenDecoder:
 def test_a_malformed_upstream_stream_ends_the_callers_stream_with_an_error_that_says_so(
     kimi_proxy: Proxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    broken = dataclasses.replace(adapters.CHAT_UPSTREAM, new_decoder=BrokenDecoder)
-    monkeypatch.setitem(adapters.UPSTREAMS, "openai-chat", broken)
+    monkeypatch.setattr(upstream_apis.CHAT_UPSTREAM, "new_decoder", BrokenDecoder)
     assert kimi_proxy.upstream is not None
     kimi_proxy.upstream.script(Turn(text="a stream switch will not read"))
     with pytest.raises(anthropic.APIStatusError) as caught:

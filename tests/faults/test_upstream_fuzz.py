@@ -26,7 +26,8 @@ from switch.protocols.ir import Request, UpstreamFormatError, UpstreamReportedEr
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
 from switch.protocols.wire import MAX_COUNT
-from switch.proxy.adapters import ANTHROPIC_INBOUND, CHAT_INBOUND, RESPONSES_INBOUND, UPSTREAMS, InboundApi
+from switch.proxy.adapters import ANTHROPIC_INBOUND, CHAT_INBOUND, RESPONSES_INBOUND, InboundApi
+from switch.proxy.upstream_apis import UPSTREAMS
 from tests.anthropic_grammar import assert_valid_anthropic_stream, parse_events
 from tests.chat_stream_grammar import assert_valid_chat_stream
 from tests.conftest import UPSTREAM_MODELS, Proxy
