@@ -86,7 +86,7 @@ def ledger_file_check() -> Check | None:
 def config_check() -> tuple[Settings | None, Check]:
     """The loaded settings (None when config.toml cannot be read as settings) and the finding about them."""
     from switch import locations
-    from switch.budgets.rules import check_budget_presets
+    from switch.budgets.presets import check_budget_presets
     from switch.config import check_references, load_settings
     from switch.errors import SwitchError
 
