@@ -117,7 +117,7 @@ class Budget(BaseModel):
 def check_budgets(budgets: list[Budget], providers: set[str], path: Path) -> None:
     """Refuse budgets naming an unknown provider, or sharing a name (ConfigError naming the key).
 
-    The presets their actions name are checked by `switch.budgets.rules`, which knows the preset files.
+    The presets their actions name are checked by `switch.budgets.presets`, which knows the preset files.
     """
     seen: set[str] = set()
     for number, budget in enumerate(budgets):

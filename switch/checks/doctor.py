@@ -86,7 +86,7 @@ def ledger_file_check() -> Check | None:
 def config_check() -> tuple[Settings | None, Check]:
     """The loaded settings (None when config.toml cannot be read as settings) and the finding about them."""
     from switch import locations
-    from switch.budgets.rules import check_budget_presets
+    from switch.budgets.presets import check_budget_presets
     from switch.config import check_references, load_settings
     from switch.errors import SwitchError
 
@@ -109,6 +109,14 @@ def config_check() -> tuple[Settings | None, Check]:
     if not path.exists():
         return settings, check("config", True, f"no config.toml ({path}): running on the built-in defaults")
     return settings, check("config", True, f"config.toml is valid ({path})")
+
+
+def fallback_port() -> int:
+    """The port this home's proxy most likely uses when config.toml cannot be loaded (for the dashboard, which
+    reads the proxy's state only through these checks)."""
+    from switch import daemon
+
+    return daemon.fallback_port()
 
 
 def running_config_check(state: ProxyState) -> Check | None:
@@ -260,7 +268,7 @@ def proxy_check(state: ProxyState) -> Check:
 
 def diagnose(probe: bool = False) -> list[Check]:
     """Run every check; each failed one carries its fix."""
-    from switch import daemon, wiring
+    from switch import wiring
     from switch.config import NATIVE
     from switch.errors import SwitchError
     from switch.routing.presets import PresetManager, active_name, load_preset
@@ -268,7 +276,7 @@ def diagnose(probe: bool = False) -> list[Check]:
     settings, config = config_check()
     if settings is None:
         # The proxy may still run (on the last config it could load): say what it runs with.
-        state = probe_proxy(daemon.fallback_port())
+        state = probe_proxy(fallback_port())
         running = running_config_check(state)
         degraded = fail_open_check(state)
         return [
@@ -369,6 +377,7 @@ __all__ = [
     "config_check",
     "diagnose",
     "fail_open_check",
+    "fallback_port",
     "key_sources",
     "ledger_file_check",
     "ledger_summary",

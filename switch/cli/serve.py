@@ -121,7 +121,7 @@ def startup_checks() -> tuple[Any, Any]:
     call it too, so their errors are the same one line rather than the tail of a failed proxy's log.
     """
     from switch import keys
-    from switch.budgets.rules import check_budget_presets
+    from switch.budgets.presets import check_budget_presets
     from switch.cli.presets import load_active
     from switch.config import load_config
 
@@ -142,7 +142,7 @@ def degraded_start(problem: Any) -> tuple[Any, Any]:
     not is replaced by the fail-open fallback settings, which the config watcher replaces once it loads.
     """
     from switch import locations
-    from switch.budgets.rules import check_budget_presets
+    from switch.budgets.presets import check_budget_presets
     from switch.config import LoadedConfig, file_signature, load_config
     from switch.errors import SwitchError
     from switch.keys import KeysFileError

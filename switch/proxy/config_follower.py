@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from switch.budgets.rules import check_budget_presets
+from switch.budgets.presets import check_budget_presets
 from switch.config import LoadedConfig, Settings, file_digest, file_signature, litellm_names, load_config
 from switch.errors import ConfigError
 from switch.ledger.record import RecordSink

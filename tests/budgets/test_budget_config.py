@@ -13,7 +13,7 @@ import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switch.budgets.rules import check_budget_presets
+from switch.budgets.presets import check_budget_presets
 from switch.config import load_settings
 from switch.errors import ConfigError
 

@@ -85,9 +85,7 @@ def read_health(problems: list[dict[str, Any]]) -> HealthInfo:
     settings, config = doctor.config_check()
     if settings is None:
         # A proxy may still serve (on its last good config, or failing open): say which.
-        from switch.daemon import fallback_port
-
-        state = doctor.probe_proxy(fallback_port(), timeout=0.3)
+        state = doctor.probe_proxy(doctor.fallback_port(), timeout=0.3)
         proxy = proxy_status(state) + _fail_open_note(state)
         return HealthInfo([], fmt.plain(f"config.toml is invalid: {config['detail']}"), {}, proxy, problems)
     statuses = doctor.preset_statuses(settings)
