@@ -84,9 +84,7 @@ class TranslatedPath:
         if not key and upstream.needs_key(target):
             status, message = self.keys.unavailable(target.provider, target.api_key_env)
             return await fail(attempt, Failure(status, message, "rejected", "no_key"))
-        body = await upstream_body(
-            attempt, request, upstream.wire, lambda sent: upstream.request_body(sent, target, self.reasoning.get)
-        )
+        body = await upstream_body(attempt, request, upstream, target, self.reasoning.get)
         if body is None:
             return None
         ttft_timeout = self.settings.routing.ttft_timeout

@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TypeVar
 
 from switch.documents import for_upstream, has_documents
 from switch.protocols.ir import Request
 from switch.proxy.failures import REQUEST_ERRORS, Attempt, rejection, send_error
-
-Written = TypeVar("Written")
+from switch.proxy.upstream_apis import ReasoningLookup, UpstreamApi
+from switch.routing.resolve import Target
 
 log = logging.getLogger("switch.relay")
 
 
 async def upstream_body(
-    attempt: Attempt, request: Request, upstream_name: str, write: Callable[[Request], Written]
-) -> Written | None:
-    """What `write` makes of `request` for `upstream_name`; None once a refusal is answered and recorded."""
+    attempt: Attempt, request: Request, upstream: UpstreamApi, target: Target, reasoning: ReasoningLookup
+) -> bytes | None:
+    """`request` as `upstream`'s body for `target`; None once a refusal is answered and recorded."""
     inbound = attempt.inbound
+    upstream_name = upstream.wire
     try:
         # Only a request holding a document pays for this (a PDF's text for a chat upstream).
         sent = await for_upstream(request, upstream_name) if has_documents(request) else request
-        return write(sent)
+        return upstream.request_body(sent, target, reasoning)
     except REQUEST_ERRORS as exc:
         refused = rejection(exc)
         await send_error(
