@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import threading
+import traceback
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any
@@ -248,12 +249,11 @@ class LiteLLMPath:
             return await fail(attempt, classify(exc))
         answer = _Answer(result, first, classify)
         try:
-            await self.translated.answer(attempt, LITELLM_UPSTREAM, request, answer, key or "")
+            return await self.translated.answer(attempt, LITELLM_UPSTREAM, request, answer, key or "")
         finally:
             if first is not None:
                 # A stream left early (client gone, broken chunk) must hang up on the provider too.
                 await _close(result)
-        return None
 
     @staticmethod
     async def _start(litellm: Any, arguments: dict[str, Any]) -> tuple[Any, Any]:
@@ -291,7 +291,9 @@ def _failure(litellm: Any, exc: BaseException, provider: str, key: str | None) -
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int) or not 400 <= status <= 599:
         # Not a provider's answer: a LiteLLM failure before or after the call, named for the log.
-        log.warning("LiteLLM call to %s failed", provider, exc_info=(type(exc), exc, exc.__traceback__))
+        # The traceback is logged as text, scrubbed: the exception's own message may quote the key.
+        trace = scrub("".join(traceback.format_exception(exc)), key)
+        log.warning("LiteLLM call to %s failed\n%s", provider, trace)
         return Failure(502, f"upstream {provider} via LiteLLM failed: {message}", "upstream_error", "5xx")
     headers = getattr(getattr(exc, "response", None), "headers", None)
     retry_after = headers.get("retry-after") if headers is not None else None
