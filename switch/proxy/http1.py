@@ -159,7 +159,6 @@ class UpstreamResponse:
         self.head_bytes = 0
         self.deadline = float("inf")
         """Loop time by which the whole response must be in (the overall stream deadline)."""
-        self._inflated = 0
         self._chunks: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._headers_ready: asyncio.Future[None] = self.loop.create_future()
@@ -273,8 +272,12 @@ class UpstreamResponse:
                 if self.loop.time() > self.deadline:
                     self._past_deadline()
                 if self._inflate is not None:
-                    for piece in self._inflated_pieces(data):
-                        yield piece
+                    # One bounded piece at a time, each consumed before the next is made: a bomb is
+                    # stopped by its reader's own limit (`read`, the SSE line cap), never held whole.
+                    while data:
+                        piece, data = self._inflate_step(data)
+                        if piece:
+                            yield piece
                     continue
                 yield data
                 continue
@@ -285,25 +288,13 @@ class UpstreamResponse:
                 return
             await self._wait()
 
-    def _inflated_pieces(self, data: bytes) -> list[bytes]:
-        """`data` decompressed in bounded steps; past `MAX_BODY_BYTES` in all, the body is refused."""
-        pieces: list[bytes] = []
-        inflate = self._inflate
-        while data:
-            try:
-                piece = inflate.decompress(data, _INFLATE_PIECE)
-            except zlib.error as exc:
-                raise UpstreamError("upstream sent a corrupt compressed body", kind="protocol") from exc
-            self._inflated += len(piece)
-            if self._inflated > MAX_BODY_BYTES:
-                self.close()
-                raise UpstreamError(f"upstream's compressed body inflates past {MAX_BODY_BYTES} bytes", kind="protocol")
-            if piece:
-                pieces.append(piece)
-            data = inflate.unconsumed_tail
-            if not piece and data:
-                break  # no progress (cannot happen with a max length > 0): never spin
-        return pieces
+    def _inflate_step(self, data: bytes) -> tuple[bytes, bytes]:
+        """At most `_INFLATE_PIECE` bytes of `data` decompressed, and the compressed rest still to inflate."""
+        try:
+            piece = self._inflate.decompress(data, _INFLATE_PIECE)
+        except zlib.error as exc:
+            raise UpstreamError("upstream sent a corrupt compressed body", kind="protocol") from exc
+        return piece, self._inflate.unconsumed_tail
 
     def _past_deadline(self) -> None:
         self.close()
@@ -322,7 +313,7 @@ class UpstreamResponse:
             size += len(chunk)
             if size > limit:
                 self.close()
-                raise UpstreamError("upstream response body is too large", kind="protocol")
+                raise UpstreamError(f"upstream response body is larger than {limit} bytes", kind="protocol")
         return b"".join(parts)
 
     async def _wait(self) -> None:
