@@ -91,13 +91,17 @@ class SseDecoder:
         if end + 2 == len(buffer) and buffer.startswith(b"data: ") and buffer.find(b"\n") == end:
             # One whole `data:` event, as most reads of a token stream are.
             self._pending = b""
+            if end - 6 > self.limit:
+                self._too_long()
             return [SseEvent(None, buffer[6:end])]
         self._pending = buffer[end + 2 :]
         events: list[SseEvent] = []
         for block in buffer[:end].split(b"\n\n"):
             if not block:
                 continue
-            if block.startswith(b"data: ") and b"\n" not in block:
+            if len(block) > self.limit:
+                self._take_block(block, events)  # checked line by line, and refused if its data is too long
+            elif block.startswith(b"data: ") and b"\n" not in block:
                 events.append(SseEvent(None, block[6:]))
             elif block.startswith(b"event: "):
                 name_line, newline, rest = block.partition(b"\n")

@@ -19,6 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from switch.config import load_settings
+from switch.errors import ConfigError
 from switch.protocols.sse import MAX_EVENT_BYTES
 from switch.proxy.http1 import MAX_BODY_BYTES, MAX_HEAD_BYTES
 from switch.routing.presets import set_active
@@ -407,3 +409,13 @@ def test_any_hostile_stream_ends_in_the_callers_format_without_the_key(kimi_prox
         assert FAKE_BASETEN_KEY not in (record.error or "")
 
     check()
+
+
+@pytest.mark.parametrize("value", ["0", "-5.0", "nan", "inf", "-inf", "1e9"])
+def test_max_stream_seconds_must_be_finite_positive_and_at_most_a_week(isolated_home: Path, value: str) -> None:
+    (isolated_home / "config.toml").write_text(f"[server]\nmax_stream_seconds = {value}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="max_stream_seconds") as refused:
+        load_settings()
+    assert "\n" not in str(refused.value).strip() and "config.toml" in str(refused.value)
+    (isolated_home / "config.toml").write_text("[server]\nmax_stream_seconds = 5400\n", encoding="utf-8")
+    assert load_settings().server.max_stream_seconds == 5400
