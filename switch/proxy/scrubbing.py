@@ -35,11 +35,12 @@ def scrub_bytes(data: bytes, key: str) -> bytes:
 class StreamScrubber:
     """Replaces one secret in a byte stream cut anywhere."""
 
-    __slots__ = ("secret", "_held")
+    __slots__ = ("secret", "_held", "_secret_bytes")
 
     def __init__(self, secret: str) -> None:
         self.secret = secret.encode("utf-8", "replace")
         self._held = b""
+        self._secret_bytes = frozenset(self.secret)
 
     def feed(self, chunk: bytes) -> bytes:
         """The bytes of `chunk` that can go out now, the secret masked."""
@@ -47,6 +48,10 @@ class StreamScrubber:
         secret = self.secret
         if secret in data:
             data = data.replace(secret, MASK)
+        if not data or data[-1] not in self._secret_bytes:
+            # The usual read (an SSE read ends in a newline): no prefix of the secret can end it.
+            self._held = b""
+            return data
         # Hold back a tail that is a proper prefix of the secret: the next read may complete it.
         start = max(0, len(data) - len(secret) + 1)
         cut = data.find(secret[:1], start)

@@ -24,7 +24,7 @@ from switch.errors import ConfigError
 from switch.protocols.sse import MAX_EVENT_BYTES
 from switch.proxy.http1 import MAX_BODY_BYTES, MAX_HEAD_BYTES
 from switch.routing.presets import set_active
-from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy, drain
+from tests.conftest import FAKE_BASETEN_KEY, FAKE_CLIENT_KEY, Proxy, drain, kimi_proxy_on
 from tests.fake_upstream import (
     ANTHROPIC_STREAM,
     FakeChatUpstream,
@@ -99,24 +99,13 @@ def native_error_stream(inbound_api: str, key: str) -> bytes:
     return b"event: error\ndata: " + orjson.dumps({"type": "error", "message": message}) + b"\n\n"
 
 
-@pytest.fixture
-def native_proxy(start_proxy: Callable[..., Proxy]) -> Iterator[Proxy]:
-    """The proxy sending every call natively (pass-through) to a fake of all three APIs."""
-    fake = FakeUpstream()
-    with serve(fake) as url:
-        proxy = start_proxy(
-            f'[defaults]\nmodel = "native"\n[providers.anthropic]\nbase_url = "{url}"\n'
-            f'[providers.openai]\nbase_url = "{url}/v1"\n',
-            read_timeout=3.0,
-        )
-        proxy.upstream = fake
-        yield proxy
-
-
-def native_headers(inbound_api: str) -> dict[str, str]:
+def ask_native(proxy: Proxy, inbound_api: str, stream: bool) -> httpx.Response:
+    """A call on `inbound_api` with the caller's own key, as a harness on a native route sends it."""
     if inbound_api == "anthropic":
-        return {"x-api-key": NATIVE_CLIENT_KEY}
-    return {"authorization": f"Bearer {NATIVE_CLIENT_KEY}"}
+        headers = {"x-api-key": NATIVE_CLIENT_KEY}
+    else:
+        headers = {"authorization": f"Bearer {NATIVE_CLIENT_KEY}"}
+    return httpx.post(proxy.url + PATHS[inbound_api], json=body_for(inbound_api, stream), headers=headers, timeout=20)
 
 
 @pytest.mark.parametrize("inbound_api", list(PATHS))
@@ -127,12 +116,7 @@ def test_a_key_in_a_pass_through_stream_is_masked_even_split_across_reads(
     data = native_error_stream(inbound_api, NATIVE_CLIENT_KEY)
     cut = data.index(NATIVE_CLIENT_KEY.encode()) + 10  # the key arrives in two reads
     native_proxy.upstream.script(Reply(200, [data[:cut], data[cut:]], delay_between=0.05))
-    response = httpx.post(
-        native_proxy.url + PATHS[inbound_api],
-        json=body_for(inbound_api, True),
-        headers=native_headers(inbound_api),
-        timeout=20,
-    )
+    response = ask_native(native_proxy, inbound_api, True)
     assert response.status_code == 200
     assert NATIVE_CLIENT_KEY not in response.text
     assert "***" in response.text
@@ -144,12 +128,7 @@ def test_a_key_in_a_pass_through_error_body_is_masked(native_proxy: Proxy, inbou
     assert native_proxy.upstream is not None
     body = orjson.dumps({"error": {"message": f"invalid x-api-key {NATIVE_CLIENT_KEY}"}})
     native_proxy.upstream.script(Reply(401, [body], "application/json"))
-    response = httpx.post(
-        native_proxy.url + PATHS[inbound_api],
-        json=body_for(inbound_api, False),
-        headers=native_headers(inbound_api),
-        timeout=20,
-    )
+    response = ask_native(native_proxy, inbound_api, False)
     assert response.status_code == 401
     assert NATIVE_CLIENT_KEY not in response.text and "invalid x-api-key ***" in response.text
 
@@ -264,10 +243,8 @@ def test_a_stream_past_max_stream_seconds_ends_with_the_callers_error_event(
     monkeypatch: pytest.MonkeyPatch,
     inbound_api: str,
 ) -> None:
-    fake, url = fake_chat
-    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
-    proxy = start_proxy(f'[providers.baseten]\nbase_url = "{url}"\n', read_timeout=3.0, max_stream_seconds=1.0)
-    fake.script(slow_stream())
+    proxy = kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "auto", read_timeout=3.0, max_stream_seconds=1.0)
+    fake_chat[0].script(slow_stream())
     response = httpx.post(proxy.url + PATHS[inbound_api], json=body_for(inbound_api, True), timeout=60)
     assert response.status_code == 200
     assert_stream_well_formed(inbound_api, response.text, completed=False)
