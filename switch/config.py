@@ -127,6 +127,8 @@ class Server(BaseModel):
     connect_timeout: float = 10.0
     read_timeout: float = 300.0
     """Seconds an upstream may stay silent mid-response before the call fails."""
+    max_stream_seconds: float = Field(default=3600.0, gt=0, le=7 * 24 * 3600, allow_inf_nan=False)
+    """Longest an upstream response may last in all, however steadily it trickles; then the call ends with an error."""
     access_token: str | None = None
     shutdown_grace: int = Field(default=5, ge=0)
     """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""

@@ -147,12 +147,16 @@ def kimi_proxy_on(
     monkeypatch: pytest.MonkeyPatch,
     http: str,
     config: str = "",
+    **server: Any,
 ) -> Proxy:
-    """The proxy routing everything to the fake chat upstream, on uvicorn's `http` protocol (`config`: more TOML)."""
+    """The proxy routing everything to the fake chat upstream, on uvicorn's `http` protocol (`config`: more TOML,
+    `server`: `[server]` settings over the test defaults)."""
     fake, url = fake_chat
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
     proxy = start_proxy(
-        f'[providers.baseten]\nbase_url = "{url}"\n{config}', http=http, ping_interval=0.2, read_timeout=2.0
+        f'[providers.baseten]\nbase_url = "{url}"\n{config}',
+        http=http,
+        **{"ping_interval": 0.2, "read_timeout": 2.0, **server},
     )
     proxy.upstream = fake
     return proxy
@@ -164,6 +168,22 @@ def kimi_proxy(
 ) -> Proxy:
     """The proxy routing everything to the fake chat upstream as `baseten/moonshotai/Kimi-K3`."""
     return kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "auto")
+
+
+@pytest.fixture
+def native_proxy(start_proxy: Callable[..., Proxy]) -> Iterator[Proxy]:
+    """The proxy passing every call through (native routes) to a fake of all three APIs."""
+    from tests.fake_upstream import FakeUpstream
+
+    fake = FakeUpstream()
+    with serve(fake) as url:
+        proxy = start_proxy(
+            f'[defaults]\nmodel = "native"\n[providers.anthropic]\nbase_url = "{url}"\n'
+            f'[providers.openai]\nbase_url = "{url}/v1"\n',
+            read_timeout=3.0,
+        )
+        proxy.upstream = fake
+        yield proxy
 
 
 @pytest.fixture

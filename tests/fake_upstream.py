@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
+import socket
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -558,3 +562,112 @@ class FakeUpstream(FakeChatUpstream):
                 }
                 answer = Reply(200, [orjson.dumps(body_out)], "application/json")
         await self._play(answer, send)
+
+
+Play = Callable[["socket.socket"], None]
+"""What a `RawUpstream` does with one connection once it has read the request: writes bytes, stalls, hangs up."""
+
+
+class RawUpstream:
+    """A loopback TCP server playing scripted raw bytes, for faults an HTTP server cannot make (trickled or
+    oversized status lines and headers). Unscripted requests get a short, well-formed chat answer."""
+
+    def __init__(self) -> None:
+        self.queue: list[Play] = []
+        self.requests = 0
+        self.sent = 0  # bytes the plays got into the socket before the proxy hung up
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self._closing = threading.Event()
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+
+    def script(self, *plays: Play) -> None:
+        self.queue.extend(plays)
+
+    def __enter__(self) -> RawUpstream:
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._closing.set()
+        self._server.close()
+
+    def _accept(self) -> None:
+        while not self._closing.is_set():
+            try:
+                connection, _address = self._server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                piece = connection.recv(65536)
+                if not piece:
+                    return
+                head += piece
+            length = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1))  # type: ignore[union-attr]
+            body = head.partition(b"\r\n\r\n")[2]
+            while len(body) < length:
+                body += connection.recv(65536)
+            self.requests += 1
+            play = self.queue.pop(0) if self.queue else well_formed_chat
+            try:
+                play(_Counting(connection, self))
+            except OSError:
+                pass  # the proxy hung up: what the test is usually waiting for
+
+
+class _Counting:
+    """A socket that counts what a play got sent."""
+
+    def __init__(self, sock: socket.socket, upstream: RawUpstream) -> None:
+        self._sock = sock
+        self._upstream = upstream
+
+    def sendall(self, data: bytes) -> None:
+        self._sock.sendall(data)
+        self._upstream.sent += len(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def _chat_head_end_and_body() -> bytes:
+    """The rest of a non-streamed chat answer after its status line (and any headers already sent)."""
+    body = orjson.dumps(chat_completion(Turn(text="raw answer"), "m", itertools.count()))
+    return b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body) + body
+
+
+def well_formed_chat(sock: socket.socket) -> None:
+    """A complete non-streamed chat answer."""
+    sock.sendall(b"HTTP/1.1 200 OK\r\n" + _chat_head_end_and_body())
+
+
+def trickled_headers(seconds: float, interval: float = 0.05) -> Play:
+    """A status line, then a header one byte per `interval` for `seconds`, then a good answer (if still heard)."""
+
+    def play(sock: socket.socket) -> None:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nx-trickle: ")
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            sock.sendall(b"a")
+            time.sleep(interval)  # the scripted trickle itself, not a wait for a condition
+        sock.sendall(b"\r\n" + _chat_head_end_and_body())
+
+    return play
+
+
+def endless_headers(total: int, piece: int = 64 * 1024) -> Play:
+    """A status line, then about `total` bytes of header lines (until the proxy hangs up), then a good answer."""
+
+    def play(sock: socket.socket) -> None:
+        size = min(piece, total)
+        sock.sendall(b"HTTP/1.1 200 OK\r\n")
+        line = b"x-pad: " + b"b" * (size - 9) + b"\r\n"
+        for _ in range(max(1, total // size)):
+            sock.sendall(line)
+        sock.sendall(_chat_head_end_and_body())
+
+    return play

@@ -129,6 +129,17 @@ def connect_trigger(error: UpstreamError) -> str:
     return "5xx" if error.kind in ("failed", "empty") else "connect"
 
 
+def body_trigger(error: UpstreamError | ProtocolError) -> str:
+    """The fallback trigger for an answer that broke after its headers (reset, stall, garbage) before any byte
+    reached the client: a stall counts as a timeout, a dropped connection as one that failed, the rest as a 5xx."""
+    if isinstance(error, UpstreamError):
+        if error.kind == "timeout":
+            return "timeout"
+        if error.kind in ("connect", "broken"):
+            return "connect"
+    return "5xx"
+
+
 def status_trigger(status: int) -> str | None:
     """The fallback trigger an upstream's HTTP status sets off, if any."""
     if status >= 500:

@@ -22,6 +22,11 @@ from switch.errors import UpstreamError, UpstreamTimeout
 
 _HIGH_WATER = 1 << 20  # pause reading the upstream when this much is buffered (slow clients)
 _LOW_WATER = 1 << 18
+MAX_HEAD_BYTES = 64 * 1024
+"""Largest status line plus headers an upstream may send (Envoy's default is 60 KiB, nginx's 32-64 KiB)."""
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Largest whole (non-streamed) upstream body, after any decompression, that `read()` keeps."""
+_INFLATE_PIECE = 1 << 20  # at most this much decompressed output per step: a bomb never lands in one allocation
 
 
 class ConnectionPool(Protocol):
@@ -76,6 +81,16 @@ class Connection(asyncio.Protocol):
             self.closed = True
             if self.transport is not None:
                 self.transport.close()
+            return
+        if response.status_code == 0:
+            # Still in the status line or headers: the parser keeps them, so their size is capped.
+            response.head_bytes += len(data)
+            if response.head_bytes > MAX_HEAD_BYTES:
+                too_long = f"upstream sent more than {MAX_HEAD_BYTES} bytes of status line and headers"
+                response.fail(UpstreamError(too_long, kind="protocol"))
+                self.closed = True
+                if self.transport is not None:
+                    self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -139,8 +154,11 @@ class UpstreamResponse:
         self.keep_alive = False
         self.complete = False
         self.buffered = 0
-        self.last_activity = self.loop.time()
+        self.last_activity = self.started = self.loop.time()
         self.read_timeout = read_timeout
+        self.head_bytes = 0
+        self.deadline = float("inf")
+        """Loop time by which the whole response must be in (the overall stream deadline)."""
         self._chunks: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._headers_ready: asyncio.Future[None] = self.loop.create_future()
@@ -179,10 +197,11 @@ class UpstreamResponse:
 
     # used by the relay
     async def wait_headers(self) -> None:
-        """Wait for the status line and headers (bounded by the read timeout)."""
+        """Wait for the status line and headers, which must all be in within the read timeout of the request."""
         ready = self._headers_ready
         if not ready.done():
-            handle = self.loop.call_at(self.last_activity + self.read_timeout, self._headers_timeout)
+            # Absolute, not re-armed by each byte: an upstream trickling its headers is cut off like a silent one.
+            handle = self.loop.call_at(self.started + self.read_timeout, self._headers_timeout)
             try:
                 await ready
             finally:
@@ -196,14 +215,11 @@ class UpstreamResponse:
     def _headers_timeout(self) -> None:
         if self._headers_ready.done():
             return
-        if self.loop.time() - self.last_activity >= self.read_timeout - 0.001:
-            self.connection.closed = True
-            if self.connection.transport is not None:
-                self.connection.transport.close()
-            self._error = UpstreamTimeout("upstream did not answer in time")
-            self._headers_ready.set_result(None)
-        else:
-            self.loop.call_at(self.last_activity + self.read_timeout, self._headers_timeout)
+        self.connection.closed = True
+        if self.connection.transport is not None:
+            self.connection.transport.close()
+        self._error = UpstreamTimeout("upstream did not send its status line and headers in time")
+        self._headers_ready.set_result(None)
 
     async def wait_body(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds for the first body bytes (or the end); False on timeout."""
@@ -253,13 +269,16 @@ class UpstreamResponse:
                     queue.clear()
                 self.buffered = 0
                 self.connection.drained()
+                if self.loop.time() > self.deadline:
+                    self._past_deadline()
                 if self._inflate is not None:
-                    try:
-                        data = self._inflate.decompress(data)
-                    except zlib.error as exc:
-                        raise UpstreamError("upstream sent a corrupt compressed body", kind="protocol") from exc
-                    if not data:
-                        continue
+                    # One bounded piece at a time, each consumed before the next is made: a bomb is
+                    # stopped by its reader's own limit (`read`, the SSE line cap), never held whole.
+                    while data:
+                        piece, data = self._inflate_step(data)
+                        if piece:
+                            yield piece
+                    continue
                 yield data
                 continue
             if self._error is not None:
@@ -269,7 +288,23 @@ class UpstreamResponse:
                 return
             await self._wait()
 
-    async def read(self, limit: int = 256 * 1024 * 1024) -> bytes:
+    def _inflate_step(self, data: bytes) -> tuple[bytes, bytes]:
+        """At most `_INFLATE_PIECE` bytes of `data` decompressed, and the compressed rest still to inflate."""
+        try:
+            piece = self._inflate.decompress(data, _INFLATE_PIECE)
+        except zlib.error as exc:
+            raise UpstreamError("upstream sent a corrupt compressed body", kind="protocol") from exc
+        return piece, self._inflate.unconsumed_tail
+
+    def _past_deadline(self) -> None:
+        self.close()
+        raise self._deadline_error()
+
+    def _deadline_error(self) -> UpstreamTimeout:
+        seconds = round(self.deadline - self.started)
+        return UpstreamTimeout(f"upstream response went on past the {seconds} s stream limit (max_stream_seconds)")
+
+    async def read(self, limit: int = MAX_BODY_BYTES) -> bytes:
         """The whole body."""
         parts: list[bytes] = []
         size = 0
@@ -278,12 +313,13 @@ class UpstreamResponse:
             size += len(chunk)
             if size > limit:
                 self.close()
-                raise UpstreamError("upstream response body is too large", kind="protocol")
+                raise UpstreamError(f"upstream response body is larger than {limit} bytes", kind="protocol")
         return b"".join(parts)
 
     async def _wait(self) -> None:
         self._waiter = waiter = self.loop.create_future()
-        handle = self.loop.call_at(self.last_activity + self.read_timeout, self._check_timeout, waiter)
+        when = min(self.last_activity + self.read_timeout, self.deadline)
+        handle = self.loop.call_at(when, self._check_timeout, waiter)
         try:
             await waiter
         finally:
@@ -293,14 +329,21 @@ class UpstreamResponse:
     def _check_timeout(self, waiter: asyncio.Future[None]) -> None:
         if waiter.done():
             return
-        if self.loop.time() - self.last_activity >= self.read_timeout - 0.001:
+        now = self.loop.time()
+        if now >= self.deadline - 0.001:
+            self._error = self._deadline_error()
+            self.connection.closed = True
+            if self.connection.transport is not None:
+                self.connection.transport.close()
+            waiter.set_result(None)
+        elif now - self.last_activity >= self.read_timeout - 0.001:
             self._error = UpstreamTimeout("upstream stopped sending (read timeout)")
             self.connection.closed = True
             if self.connection.transport is not None:
                 self.connection.transport.close()
             waiter.set_result(None)
         else:
-            self.loop.call_at(self.last_activity + self.read_timeout, self._check_timeout, waiter)
+            self.loop.call_at(min(self.last_activity + self.read_timeout, self.deadline), self._check_timeout, waiter)
 
     def _release(self) -> None:
         if self._released:

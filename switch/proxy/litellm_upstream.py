@@ -18,6 +18,7 @@ import asyncio
 import logging
 import os
 import threading
+import traceback
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any
@@ -328,5 +329,7 @@ def _transport_error(exc: BaseException, key: str, *, mid_stream: bool) -> Upstr
     if mid_stream:
         return UpstreamError(message, kind="in_band")
     # Not a provider's answer: a LiteLLM failure before or after the call, named for the log.
-    log.warning("LiteLLM call failed", exc_info=(type(cause), cause, cause.__traceback__))
+    # The traceback is logged as text, scrubbed: the exception's own message may quote the key.
+    trace = scrub("".join(traceback.format_exception(cause)), key)
+    log.warning("LiteLLM call failed\n%s", trace)
     return UpstreamError(f"LiteLLM failed: {message}", kind="failed")

@@ -19,6 +19,7 @@ from switch.errors import UpstreamError
 from switch.ledger.record import Outcome
 from switch.proxy.adapters import ANTHROPIC_INBOUND
 from switch.proxy.failures import (
+    RESPONSE_ERRORS,
     SHUTTING_DOWN,
     Attempt,
     Failure,
@@ -30,6 +31,7 @@ from switch.proxy.failures import (
     status_trigger,
     transport_failure,
 )
+from switch.proxy.scrubbing import StreamScrubber, client_secret
 from switch.proxy.transport import Transport, UpstreamRequest
 from switch.routing.classify import forced_role
 from switch.routing.resolve import Target
@@ -131,6 +133,7 @@ class PassThroughPath:
             if metered is not None:
                 sent, strip_usage = metered, True
         ttft_timeout = self.settings.routing.ttft_timeout
+        secret = client_secret(exchange.headers)
         try:
             response = await self.transport.send(
                 UpstreamRequest(
@@ -142,7 +145,7 @@ class PassThroughPath:
         if attempt.can_fall_back:
             trigger = status_trigger(response.status_code)
             if trigger in attempt.fallback_on:
-                failure = await status_failure(inbound.error_message, response, target.provider, None)
+                failure = await status_failure(inbound.error_message, response, target.provider, secret)
                 response.close()
                 return await fail(attempt, failure)
             if not await response.wait_body(ttft_timeout):
@@ -158,6 +161,8 @@ class PassThroughPath:
         if "content-encoding" not in response.headers:
             is_sse = "text/event-stream" in response.headers.get("content-type", "")
             sniffer = inbound.new_sniffer(is_sse, strip_usage and is_sse)
+        # A compressed body passes as it came (it cannot be read for the key without inflating it).
+        scrubber = StreamScrubber(secret) if secret and "content-encoding" not in response.headers else None
         outcome: Outcome = "completed" if response.status_code < 400 else "upstream_error"
         task = asyncio.current_task()
         assert task is not None
@@ -173,20 +178,25 @@ class PassThroughPath:
                     meter.last_token_at = time.perf_counter()
                 if sniffer is not None:
                     chunk = sniffer.feed(chunk)
+                if scrubber is not None:
+                    chunk = scrubber.feed(chunk)
                 await exchange.send_chunk(chunk)
-            await exchange.end_stream(sniffer.flush() if sniffer is not None else b"")
+            rest = sniffer.flush() if sniffer is not None else b""
+            if scrubber is not None:
+                rest = scrubber.feed(rest) + scrubber.flush()
+            await exchange.end_stream(rest)
         except asyncio.CancelledError:
             outcome = cancelled_outcome(task, exchange, meter)
             if outcome == "incomplete_stream":
                 in_band = inbound.error_event(503, SHUTTING_DOWN) if sniffer is not None and sniffer.is_sse else b""
                 await exchange.end_stream(in_band)
-        except UpstreamError as exc:
+        except RESPONSE_ERRORS as exc:
             _status, outcome = error_status(exc)
             meter.error = exc.message
-            in_band = b""
+            in_band = scrubber.flush() if scrubber is not None else b""
             if sniffer is not None and sniffer.is_sse and inbound.name == ANTHROPIC_INBOUND.name:
                 # Anthropic's SDKs raise on an in-band `error` event: the caller learns why the stream broke.
-                in_band = inbound.error_event(502, exc.message)
+                in_band += inbound.error_event(502, exc.message)
             await exchange.end_stream(in_band)
         finally:
             stop_guard()

@@ -41,17 +41,18 @@ from switch.proxy.failures import (
     Attempt,
     Failure,
     attach_usage,
+    body_trigger,
     cancelled_outcome,
     error_status,
     fail,
     reported_usage,
     scrub,
-    send_error,
     silent_failure,
     status_failure,
     transport_failure,
     unreadable,
 )
+from switch.proxy.scrubbing import MASK, scrub_bytes, secret_bytes
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore
 from switch.proxy.transport import Transport, UpstreamAnswer, UpstreamRequest
 from switch.proxy.upstream_apis import UpstreamApi
@@ -106,21 +107,23 @@ class TranslatedPath:
                 return await fail(attempt, failure)
             if attempt.can_fall_back and not await response.wait_body(ttft_timeout):
                 return await fail(attempt, silent_failure(target.provider))
-            await self.answer(attempt, upstream, request, response, key)
+            return await self.answer(attempt, upstream, request, response, key)
         finally:
             response.close()
-        return None
 
     async def answer(
         self, attempt: Attempt, upstream: UpstreamApi, request: Request, response: UpstreamAnswer, key: str
-    ) -> None:
-        """Translate an upstream's successful answer for the caller, streamed or whole, and record it."""
+    ) -> Failure | None:
+        """Translate an upstream's successful answer for the caller, streamed or whole, and record it.
+
+        A `Failure` when a whole answer broke before any byte reached the caller and the next target may serve.
+        """
         index = ToolIndex.of(request.tools)
         is_sse = "text/event-stream" in response.headers.get("content-type", "")
         if request.stream:
-            await self._stream(attempt, upstream, request, response, is_sse, index)
-        else:
-            await self._complete(attempt, upstream, request, response, is_sse, index, key)
+            await self._stream(attempt, upstream, request, response, is_sse, index, key)
+            return None
+        return await self._complete(attempt, upstream, request, response, is_sse, index, key)
 
     async def _complete(
         self,
@@ -131,7 +134,7 @@ class TranslatedPath:
         is_sse: bool,
         index: ToolIndex,
         key: str,
-    ) -> None:
+    ) -> Failure | None:
         exchange, inbound, meter = attempt.exchange, attempt.inbound, attempt.meter
         try:
             raw = await response.read()
@@ -144,33 +147,33 @@ class TranslatedPath:
                 result = unwrap_response(result, index)
         # No exception outlives its handler: one kept in a local would tie this frame into a cycle.
         except RESPONSE_ERRORS as exc:
-            failure: tuple[int, Outcome, str] | None = (*error_status(exc), scrub(exc.message, key))
+            status, outcome = error_status(exc)
+            failure: Failure | None = Failure(status, scrub(exc.message, key), outcome, body_trigger(exc))
             usage = reported_usage(exc)
             if usage is not None:
                 meter.usage = usage
                 meter.usage_reported = True
         except Exception:
-            failure = (502, "incomplete_stream", unreadable(upstream.name))
+            failure = Failure(502, unreadable(upstream.name), "incomplete_stream", "5xx")
         else:
             failure = None
         if failure is not None:
-            status, outcome, message = failure
             if not meter.usage_reported:
                 # The upstream answered 200, so the prompt was paid for: estimate it like a broken stream.
                 meter.estimate_usage()
-            await send_error(exchange, inbound, status, message, attempt.request_id)
-            meter.finish(outcome, message)
-            return
+            # Nothing reached the caller yet: the next target may serve, as for a failure before the headers.
+            return await fail(attempt, failure)
         self._remember_reasoning(result)
         meter.usage = result.usage
         meter.usage_reported = True
         meter.stop_reason = result.stop_reason
         headers = [(b"content-type", b"application/json"), (b"request-id", attempt.request_id.encode())]
         response_id = new_id(inbound.id_prefix)
-        await exchange.respond(200, inbound.response_body(result, request, response_id), headers)
+        await exchange.respond(200, scrub_bytes(inbound.response_body(result, request, response_id), key), headers)
         if inbound.stores_responses:
             self._store_response(request, response_id, result.parts)
         meter.finish("completed")
+        return None
 
     async def _stream(
         self,
@@ -180,8 +183,10 @@ class TranslatedPath:
         response: UpstreamAnswer,
         is_sse: bool,
         index: ToolIndex,
+        key: str,
     ) -> None:
         exchange, inbound, meter = attempt.exchange, attempt.inbound, attempt.meter
+        secret = secret_bytes(key)
         response_id = new_id(inbound.id_prefix)
         encoder = inbound.new_encoder(request, max(1, len(exchange.body) // 4), response_id)
         sink: StreamSink = encoder
@@ -221,6 +226,8 @@ class TranslatedPath:
                     encoder.start()
                     out = encoder.take()
                     if out:
+                        if secret is not None and secret in out:
+                            out = out.replace(secret, MASK)
                         await send_chunk(out)
                 for event in sse.flush():
                     feed(event.data)
@@ -244,7 +251,8 @@ class TranslatedPath:
                 encoder.fail(503, SHUTTING_DOWN)
         except RESPONSE_ERRORS as exc:
             status, outcome = error_status(exc)
-            meter.error = exc.message
+            # An upstream's own words (an in-band error event) may quote the key it was called with.
+            meter.error = scrub(exc.message, key)
             encoder.fail(status, meter.error)
         except Exception:
             outcome = "incomplete_stream"

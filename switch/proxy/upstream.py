@@ -134,6 +134,7 @@ class UpstreamPool:
             try:
                 await response.wait_headers()
                 response.read_timeout = timeout
+                response.deadline = response.started + self.server.max_stream_seconds
             except asyncio.CancelledError:
                 response.close()  # the caller gave up (its client left): hang up so the upstream stops
                 raise

@@ -7,7 +7,6 @@ usage values are relayed untouched and recorded without crashing.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -23,9 +22,8 @@ from switch.proxy.adapters import ANTHROPIC_INBOUND, CHAT_INBOUND, RESPONSES_INB
 from tests.anthropic_grammar import assert_valid_anthropic_stream, parse_events
 from tests.chat_stream_grammar import assert_valid_chat_stream
 from tests.conftest import FAKE_CLIENT_KEY, Proxy
-from tests.fake_upstream import FakeUpstream, Reply, Turn, chat_chunks
+from tests.fake_upstream import Reply, Turn, chat_chunks
 from tests.responses_grammar import assert_valid_responses_stream
-from tests.servers import serve
 
 OOPS = b'data: {"choices": ["oops"]}\n\n'
 EARLY_USAGE = {"prompt_tokens": 700, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 200}}
@@ -152,19 +150,6 @@ def test_bad_chat_body_is_a_502_in_the_callers_format_with_the_tokens_reported(
 
 
 # ---- native pass-through -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def native_proxy(start_proxy: Callable[..., Proxy]) -> Iterator[Proxy]:
-    """The proxy passing every call through to the fake's own API."""
-    fake = FakeUpstream()
-    with serve(fake) as url:
-        proxy = start_proxy(
-            f'[defaults]\nmodel = "native"\n[providers.anthropic]\nbase_url = "{url}"\n'
-            f'[providers.openai]\nbase_url = "{url}/v1"\n'
-        )
-        proxy.upstream = fake
-        yield proxy
 
 
 def _sse(name: str | None, payload: Any) -> bytes:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from switch.protocols.ir import UpstreamFormatError
 from switch.protocols.sse import SseDecoder, SseEvent, encode_data, encode_event
 
 STREAM = (
@@ -53,3 +58,52 @@ def test_encoders_round_trip() -> None:
         SseEvent("message_stop", b'{"type":"message_stop"}'),
         SseEvent(None, b"[DONE]"),
     ]
+
+
+def decode_cut(data: bytes, cuts: list[int], limit: int) -> list[SseEvent]:
+    decoder = SseDecoder(limit)
+    events: list[SseEvent] = []
+    start = 0
+    for cut in sorted(set(cuts)):
+        events += decoder.feed(data[start:cut])
+        start = cut
+    events += decoder.feed(data[start:])
+    return events + decoder.flush()
+
+
+LINES = st.lists(
+    st.one_of(
+        st.builds(lambda n: b"data: " + b"z" * n, st.integers(0, 300)),
+        st.sampled_from([b"", b"event: e", b": note", b"data:", b"\r"]),
+    ),
+    max_size=12,
+)
+
+
+@given(lines=LINES, cuts=st.lists(st.integers(0, 4000), max_size=30), newline=st.sampled_from([b"\n", b"\r\n"]))
+def test_the_line_and_event_cap_holds_however_the_stream_is_cut(
+    lines: list[bytes], cuts: list[int], newline: bytes
+) -> None:
+    limit = 200
+    data = newline.join(lines) + newline + newline
+    whole = SseDecoder(limit=1 << 30)
+    expected = whole.feed(data) + whole.flush()
+    try:
+        events = decode_cut(data, [c % (len(data) + 1) for c in cuts], limit)
+    except UpstreamFormatError as exc:
+        assert f"longer than {limit} bytes" in exc.message
+        assert len(data) > limit  # refused only for a stream with something over the cap in it
+        return
+    assert events == expected
+    assert all(len(event.data) <= limit for event in events)
+
+
+def test_an_endless_line_is_refused_once_past_the_cap_and_held_in_pieces() -> None:
+    decoder = SseDecoder(limit=1 << 20)
+    piece = b"x" * 4096
+    assert decoder.feed(b"data: ") == []
+    for _ in range((1 << 20) // len(piece) - 1):
+        assert decoder.feed(piece) == []
+    with pytest.raises(UpstreamFormatError, match="longer than 1048576 bytes"):
+        for _ in range(4):
+            decoder.feed(piece)

@@ -149,6 +149,28 @@ def test_fallback_lands_on_next_target(
     assert records[1].fallback_trigger == trigger
 
 
+@pytest.mark.parametrize(
+    ("trigger", "reply"),
+    [
+        ("connect", Reply(200, [b'{"id":"x","choices":[{"mess', b"age"], "application/json", break_after=1)),
+        ("timeout", Reply(200, [b'{"id":"x","choices":[{"mess', b"age"], "application/json", stall_after=1)),
+        ("5xx", Reply(200, [b"<html>not the JSON it promised</html>"], "application/json")),
+    ],
+)
+def test_a_whole_answer_broken_mid_body_falls_back(routed: Callable[[str], Proxy], trigger: str, reply: Reply) -> None:
+    # Reset, stall or garbage after the headers: nothing reached the caller yet, so the next target serves.
+    proxy = routed(FALLBACK)
+    first, second = proxy.extra["first"], proxy.extra["second"]
+    first.script(reply)
+    second.script(Turn(text="from the backup"))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=FAKE_CLIENT_KEY, max_retries=0)
+    message = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+    assert message.content[0].text == "from the backup"  # type: ignore[union-attr]
+    records = proxy.sink.wait(2)
+    assert [(r.fallback_attempt, r.outcome == "completed") for r in records] == [(0, False), (1, True)]
+    assert records[0].error and records[1].fallback_trigger == trigger
+
+
 def test_connection_refused_falls_back(
     two_fakes: tuple[Any, ...], start_proxy: Callable[..., Proxy], isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
