@@ -35,7 +35,7 @@ from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.classify import ROLES
-from switch.routing.presets import PresetManager
+from switch.routing.presets import Preset, PresetManager
 
 log = logging.getLogger("switch.app")
 
@@ -72,6 +72,17 @@ class HotRoutes:
                     self.budget.give_back(exchange.held)
                 return
         await self.fallback(scope, receive, send)
+
+
+def _configured(settings: Settings, preset: Preset, model: str) -> bool:
+    """Whether `provider/model` is named in config.toml or routed to by the active preset (for metric labels)."""
+    if model in settings.models or model in settings.prices or model == settings.defaults.model:
+        return True
+    for routes in preset.sections.values():
+        chains = (*routes.roles.values(), routes.fallback, *routes.families.values(), *routes.kinds.values())
+        if any(model in chain for chain in (*chains, *routes.long_context.values())):
+            return True
+    return False
 
 
 async def _count_tokens_error(exchange: Exchange, status: int, message: str) -> None:
@@ -194,7 +205,9 @@ def create_app(
         # Imported here, not at the top: only a serving proxy with metrics on loads prometheus_client.
         from switch.proxy.metrics import Metrics
 
-        metrics = Metrics(ledger_health, budget_report)
+        metrics = Metrics(
+            ledger_health, budget_report, lambda model: _configured(relay.settings, presets.active, model)
+        )
         if isinstance(consumers, list):
             consumers.append(metrics.observe)
 
