@@ -38,6 +38,7 @@ from switch import locations
 from switch.config_budgets import Budget, BudgetAction, check_budgets
 from switch.config_team import Team
 from switch.errors import ConfigError
+from switch.settings_checks import refuse_control_characters
 
 Api = Literal["openai-chat", "anthropic", "openai-responses", "litellm"]
 APIS: tuple[Api, ...] = ("openai-chat", "anthropic", "openai-responses", "litellm")
@@ -100,9 +101,9 @@ class ModelSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_output_tokens: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0, le=1 << 40, strict=True)
     """Output limit; larger requests are clamped to it (overrides LiteLLM's `max_output_tokens`)."""
-    context_window: int | None = Field(default=None, gt=0)
+    context_window: int | None = Field(default=None, gt=0, le=1 << 40, strict=True)
     """Context window in tokens (overrides LiteLLM's `max_input_tokens`): what the harness is told, and
     what decides when a call needs a `long_context` target."""
     effort_levels: list[str] | None = None
@@ -120,18 +121,30 @@ class Server(BaseModel):
     # Strict: a TOML string ("8742") or float is refused rather than coerced, like every other typo.
     port: int = Field(default=8742, ge=1, le=65535, strict=True)
     """TCP port the proxy listens on: a whole number from 1 to 65535."""
-    max_body_bytes: int = 32 * 1024 * 1024
+    # Every number has a range: 0, negative, nan or inf would break each call (or spin a core) at run time.
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024, le=1 << 30, strict=True)
     """Largest request body accepted; larger ones get 413."""
-    ping_interval: float = 10.0
+    ping_interval: float = Field(default=10.0, ge=0.1, le=3600, allow_inf_nan=False)
     """Seconds of upstream silence before a keep-alive ping goes to a streaming client."""
-    connect_timeout: float = 10.0
-    read_timeout: float = 300.0
+    connect_timeout: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    read_timeout: float = Field(default=300.0, gt=0, le=86400, allow_inf_nan=False)
     """Seconds an upstream may stay silent mid-response before the call fails."""
     max_stream_seconds: float = Field(default=3600.0, gt=0, le=7 * 24 * 3600, allow_inf_nan=False)
     """Longest an upstream response may last in all, however steadily it trickles; then the call ends with an error."""
     access_token: str | None = None
-    shutdown_grace: int = Field(default=5, ge=0)
+    shutdown_grace: int = Field(default=5, ge=0, le=3600, strict=True)
     """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""
+    # Client-side limits, as nginx and Envoy set them (see switch.proxy.connections and proxy.body_budget).
+    header_timeout: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    """Seconds a client connection gets to send a request's headers (from connecting, or its first byte)."""
+    body_timeout: float = Field(default=120.0, gt=0, le=86400, allow_inf_nan=False)
+    """Seconds a client gets to send a whole request body once its headers arrived."""
+    idle_timeout: float = Field(default=75.0, gt=0, le=86400, allow_inf_nan=False)
+    """Seconds a keep-alive connection may sit idle between requests."""
+    max_connections: int = Field(default=1024, ge=4, le=1 << 20, strict=True)
+    """Client connections open at once; beyond it the oldest idle one is closed, or the new one if none is idle."""
+    max_buffered_body_bytes: int = Field(default=128 * 1024 * 1024, ge=1024, le=1 << 34, strict=True)
+    """Request bytes all calls may hold at once; a call beyond it gets a 503 with retry-after."""
     metrics: bool = True
     """Serve Prometheus metrics at `GET /metrics` (behind the same guard as every endpoint)."""
     fail_open: bool = True
@@ -146,7 +159,7 @@ class Routing(BaseModel):
 
     fallback_on: list[FallbackTrigger] = Field(default_factory=lambda: list(FALLBACK_TRIGGERS))
     """Failures (before any byte reached the client) that move a call to the route's next target."""
-    ttft_timeout: float = 30.0
+    ttft_timeout: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
     """Seconds to wait for an upstream's first byte before trying the next target."""
     affinity: Literal["session", "none"] = "session"
     """Keep each harness session (and agent) on the target it started with."""
@@ -299,6 +312,7 @@ def load_settings(path: Path | None = None, *, check_default: bool = True) -> Se
             raise ConfigError(
                 f"{path}: cannot be read ({exc.strerror}); make it a readable file, or remove it to run on the defaults"
             ) from exc
+        refuse_control_characters(raw, path)
     providers: dict[str, Any] = {name: dict(fields) for name, fields in BUILTIN_PROVIDERS.items()}
     user_providers = raw.get("providers", {})
     if not isinstance(user_providers, dict):

@@ -46,11 +46,30 @@ def pid_alive(pid: int) -> bool:
 
 def healthy(port: int, timeout: float = 0.5) -> dict[str, Any] | None:
     """The proxy's /healthz answer on `port`, or None."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz")  # noqa: S310
+    token = local_access_token()
+    if token is not None:
+        # A proxy with [server] access_token answers nobody without it, not even its own CLI.
+        request.add_header("x-switch-token", token)
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return dict(json.loads(response.read()))
     except (urllib.error.URLError, OSError, ValueError):
         return None
+
+
+def local_access_token() -> str | None:
+    """`[server] access_token` of this home's config.toml, read on its own so probes work even when the rest of
+    the file does not load (the proxy may be running on an earlier, good version of it)."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(locations.config_file().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    server = raw.get("server")
+    token = server.get("access_token") if isinstance(server, dict) else None
+    return token if isinstance(token, str) and token else None
 
 
 def port_free(port: int) -> bool:

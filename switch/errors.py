@@ -55,10 +55,13 @@ class RoutingError(SwitchError):
 class ClientRequestError(SwitchError):
     """The caller sent something invalid; `status` is the HTTP status to answer with."""
 
-    def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
+    def __init__(
+        self, message: str, status: int = 400, param: str | None = None, retry_after: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.param = param
+        self.retry_after = retry_after
 
 
 class TranslationError(ClientRequestError):

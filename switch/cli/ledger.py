@@ -10,6 +10,9 @@ from typing import Any
 
 import typer
 
+FOLLOW_PAGE = 500
+"""Rows `calls --follow` reads per query; it keeps reading until none are left."""
+
 
 def _connection() -> Any:
     from switch.ledger.db import open_read_only
@@ -128,7 +131,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The latest calls, newest last."""
         from switch.ledger.queries import calls as calls_query
-        from switch.ledger.queries import micros_to_usd
+        from switch.ledger.queries import calls_after, micros_to_usd
 
         connection = _connection()
 
@@ -157,8 +160,8 @@ def register(app: typer.Typer) -> None:
         last_id = rows[-1]["id"] if rows else 0
         while follow:
             time.sleep(1.0)
-            fresh = list(reversed(calls_query(connection, limit=1000, after_id=last_id)))
-            if fresh:
+            # Every row after the last one printed, page by page: a burst bigger than a page is never skipped.
+            while fresh := calls_after(connection, last_id, FOLLOW_PAGE):
                 show(fresh)
                 last_id = fresh[-1]["id"]
 

@@ -257,14 +257,20 @@ def register(app: typer.Typer) -> None:
 
             shipper = start_shipper(settings)
         _tune_gc()
+        from switch.proxy.connections import ConnectionLimits, limited_protocol
+
+        limits = ConnectionLimits(
+            settings.server.header_timeout, settings.server.body_timeout, settings.server.max_connections
+        )
         config = uvicorn.Config(
             app,
+            http=limited_protocol(limits),
             host=settings.server.host,
             port=settings.server.port,
             log_level=log_level,
             access_log=False,
             lifespan="on",
-            timeout_keep_alive=75,
+            timeout_keep_alive=settings.server.idle_timeout,
             # Live streams get this long to finish on SIGTERM; then uvicorn cancels them, and the
             # relay ends each with an in-band error and records it (see `Relay._watched`).
             timeout_graceful_shutdown=settings.server.shutdown_grace,

@@ -210,6 +210,13 @@ def calls(
     return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
+def calls_after(connection: sqlite3.Connection, after_id: int, limit: int) -> list[dict[str, Any]]:
+    """The first `limit` calls after `after_id`, oldest first (what a follower pages through without a gap)."""
+    cursor = connection.execute("SELECT * FROM calls WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
 def call(connection: sqlite3.Connection, call_id: int) -> dict[str, Any] | None:
     """One call with every recorded field."""
     cursor = connection.execute("SELECT * FROM calls WHERE id = ?", (call_id,))

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from switch import locations
 from switch.config import LoadedConfig, Settings, file_digest
 from switch.ledger.record import RecordSink
+from switch.proxy.body_budget import BodyBudget
 from switch.proxy.budget_gate import BudgetGate
 from switch.proxy.config_follower import ConfigFollower
 from switch.proxy.endpoints import HotRoutes, count_tokens_handler, model_routes, models_endpoint, ok
@@ -29,7 +30,7 @@ from switch.proxy.health import Health
 from switch.proxy.lifespan import collect_cycles, lifespan, watch_files
 from switch.proxy.relay import Relay
 from switch.proxy.upstream import UpstreamPool
-from switch.routing.presets import PresetManager
+from switch.routing.presets import Preset, PresetManager
 
 
 def _follower(
@@ -47,14 +48,29 @@ def _follower(
     return follower
 
 
-def _metrics_routes(settings: Settings, health: Health, consumers: list[Any] | None) -> list[Route]:
+def _configured(settings: Settings, preset: Preset, model: str) -> bool:
+    """Whether `provider/model` is named in config.toml or routed to by the active preset (for metric labels)."""
+    if model in settings.models or model in settings.prices or model == settings.defaults.model:
+        return True
+    for routes in preset.sections.values():
+        chains = (*routes.roles.values(), routes.fallback, *routes.families.values(), *routes.kinds.values())
+        if any(model in chain for chain in (*chains, *routes.long_context.values())):
+            return True
+    return False
+
+
+def _metrics_routes(
+    settings: Settings, health: Health, consumers: list[Any] | None, relay: Relay, presets: PresetManager
+) -> list[Route]:
     """`GET /metrics` when the config turns it on; its counters follow the recorder's committed rows."""
     if not settings.server.metrics:
         return []
     # Imported here, not at the top: only a serving proxy with metrics on loads prometheus_client.
     from switch.proxy.metrics import Metrics
 
-    metrics = Metrics(health.ledger_health, health.budget_report)
+    metrics = Metrics(
+        health.ledger_health, health.budget_report, lambda model: _configured(relay.settings, presets.active, model)
+    )
     if consumers is not None:
         consumers.append(metrics.observe)
 
@@ -97,7 +113,7 @@ def create_app(
     routes = [
         Route("/v1/models", models_endpoint(presets, health.started), methods=["GET"]),
         Route("/healthz", health.endpoint, methods=["GET"]),
-        *_metrics_routes(settings, health, consumers),
+        *_metrics_routes(settings, health, consumers, relay, presets),
         Route("/", ok, methods=["GET", "HEAD"]),
         Route("/api/hello", ok, methods=["GET", "HEAD"]),
     ]
@@ -105,7 +121,9 @@ def create_app(
         functools.partial(watch_files, follower, presets, fail_open, relay),
         collect_cycles,
     ]
-    hot = HotRoutes(model_routes(relay, count_tokens_handler(settings)), None)
+    hot = HotRoutes(
+        model_routes(relay, count_tokens_handler(settings)), None, BodyBudget(settings.server.max_buffered_body_bytes)
+    )
     starlette_app = Starlette(routes=routes, lifespan=lifespan(relay, sink, fail_open, tasks, hot))
     starlette_app.state.relay = relay
     starlette_app.state.presets = presets

@@ -21,6 +21,7 @@ from switch.protocols.anthropic_messages import errors as anthropic_errors
 from switch.protocols.anthropic_messages.inbound import request_to_ir as anthropic_request_to_ir
 from switch.protocols.ir import RequestFormatError
 from switch.protocols.tokens import estimate_input_tokens
+from switch.proxy.body_budget import BodyBudget
 from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_json_body
 from switch.proxy.relay import Relay
 from switch.routing.classify import ROLES
@@ -38,20 +39,24 @@ class HotRoutes:
     whose wrappers would otherwise sit around every streamed chunk.
     """
 
-    def __init__(self, routes: dict[tuple[str, str], Handler], fallback: Any) -> None:
+    def __init__(self, routes: dict[tuple[str, str], Handler], fallback: Any, budget: BodyBudget) -> None:
         self.routes = routes
         self.fallback = fallback
         self.in_flight = 0
+        self.budget = budget
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             handler = self.routes.get((scope["method"], scope["path"]))
             if handler is not None:
                 self.in_flight += 1
+                exchange = Exchange(scope, receive, send)
+                exchange.budget = self.budget
                 try:
-                    await handler(Exchange(scope, receive, send))
+                    await handler(exchange)
                 finally:
                     self.in_flight -= 1
+                    self.budget.give_back(exchange.held)
                 return
         await self.fallback(scope, receive, send)
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from switch.errors import ClientRequestError
+from switch.proxy.body_budget import BodyBudget
 from switch.proxy.uvicorn_fast import HttptoolsCycle, cycle_behind, direct_writer
 
 Scope = MutableMapping[str, Any]
@@ -63,6 +64,8 @@ class Exchange:
         "route",
         "_direct",
         "_guard",
+        "budget",
+        "held",
     )
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -83,6 +86,9 @@ class Exchange:
         self.route = b""
         self._direct: HttptoolsCycle | None = None
         self._guard: _StreamGuard | _TaskGuard | None = None
+        self.budget: BodyBudget | None = None
+        """Where the body's bytes are counted while the call lasts (see switch.proxy.body_budget)."""
+        self.held = 0
 
     @property
     def path(self) -> str:
@@ -94,6 +100,10 @@ class Exchange:
         declared = self.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise ClientRequestError(f"request body of {declared} bytes exceeds the {limit}-byte limit", status=413)
+        budget = self.budget
+        if budget is not None and declared is not None and declared.isdigit():
+            budget.take(int(declared))
+            self.held = int(declared)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -106,6 +116,10 @@ class Exchange:
                 size += len(chunk)
                 if size > limit:
                     raise ClientRequestError(f"request body exceeds the {limit}-byte limit", status=413)
+                if budget is not None and size > self.held:
+                    # Chunked, or more than declared: counted as it arrives.
+                    budget.take(size - self.held)
+                    self.held = size
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break

@@ -42,6 +42,7 @@ class Rejection:
     status: int
     message: str
     param: str | None = None
+    retry_after: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

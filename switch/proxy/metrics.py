@@ -35,6 +35,8 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "switch_fallbacks": ("Attempts on a later target, by trigger", ("trigger",)),
     "switch_budget_actions": ("Calls a budget acted on", ("budget", "action")),
 }
+MAX_MODEL_LABELS = 200
+"""Distinct served_model labels kept; past it every new model counts under `PROVIDER/other`."""
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
     "switch_ttft_seconds": ("Time to first token", TTFT_BUCKETS),
     "switch_duration_seconds": ("Call duration", DURATION_BUCKETS),
@@ -48,9 +50,15 @@ class Metrics:
         self,
         ledger: Callable[[], dict[str, Any]] | None = None,
         budgets: Callable[[], list[dict[str, Any]]] = list,
+        configured: Callable[[str], bool] = lambda _model: False,
     ) -> None:
         self.ledger = ledger
         self.budgets = budgets
+        self.configured = configured
+        """Whether `provider/model` is named by the config or the active preset."""
+        # Models with a label of their own: on native routes the model name is the client's choice, so only
+        # configured or priced ones get one (3,000 invented names once made a 20 MB scrape).
+        self._model_labels: set[str] = set()
         self._lock = threading.Lock()
         self._counts: dict[str, dict[tuple[str, ...], float]] = {name: {} for name in COUNTERS}
         # Per label set: one count per bucket (not cumulative), then the number of observations and their sum.
@@ -80,7 +88,7 @@ class Metrics:
 
     def _count(self, row: dict[str, Any]) -> None:
         provider = row["provider"]
-        model = f"{provider}/{row['served_model']}" if provider else "none"
+        model = self._model_label(provider, row["served_model"], row["cost_micros"] is not None) if provider else "none"
         labels = (row["harness"], row["role"], model)
         outcome = row["outcome"]
         self._add("switch_calls", (*labels, outcome))
@@ -106,6 +114,16 @@ class Metrics:
             self._add("switch_fallbacks", (row["fallback_trigger"] or "unknown",))
         if row["budget_action"]:
             self._add("switch_budget_actions", (row["budget"] or "", row["budget_action"]))
+
+    def _model_label(self, provider: str, served_model: str, priced: bool) -> str:
+        """`provider/model` for a configured or priced model while the label set has room, else `provider/other`."""
+        model = f"{provider}/{served_model}"
+        if model in self._model_labels:
+            return model
+        if (priced or self.configured(model)) and len(self._model_labels) < MAX_MODEL_LABELS:
+            self._model_labels.add(model)
+            return model
+        return f"{provider}/other"
 
     def collect(self) -> Iterator[Any]:
         """Every metric as prometheus_client families (called by its registry at a scrape)."""

@@ -192,7 +192,9 @@ class Relay:
         if isinstance(parsed, Rejection):
             # Refused before routing: no target, but the caller still learns which preset and role it met.
             exchange.route = f"{meter.preset}; role={meter.role}; model=none".encode()
-            await send_error(exchange, inbound, parsed.status, parsed.message, request_id, param=parsed.param)
+            await send_error(
+                exchange, inbound, parsed.status, parsed.message, request_id, parsed.retry_after, parsed.param
+            )
             meter.finish("rejected", parsed.message)
             return
         if self.refusal is not None:
@@ -328,7 +330,7 @@ class Relay:
         try:
             body = parse_json_body(await exchange.read_body(self.settings.server.max_body_bytes))
         except ClientRequestError as exc:
-            refused = Rejection(exc.status, exc.message, exc.param)
+            refused = Rejection(exc.status, exc.message, exc.param, exc.retry_after)
         info = self.forks.refine(_classify(exchange.headers, body), body)
         meter.harness = info.harness
         meter.role = info.role

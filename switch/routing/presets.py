@@ -41,6 +41,7 @@ from switch import locations
 from switch.config import NATIVE
 from switch.errors import PresetError
 from switch.routing.classify import FAMILIES, HARNESSES, ROLES
+from switch.settings_checks import refuse_control_characters
 
 log = logging.getLogger("switch.presets")
 
@@ -294,6 +295,7 @@ def load_preset(name: str, providers: set[str], default_model: str) -> Preset:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PresetError(f"{path}: not valid TOML: {exc}") from exc
+    refuse_control_characters(raw, path, PresetError)
     return parse_preset(name, path, raw, providers, default_model)
 
 
