@@ -34,7 +34,7 @@ from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer, unpriced_row
 from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
-from switch.ledger.safe import safe_row
+from switch.ledger.safe import bounded_usage, safe_row
 from switch.ledger.spill import SpillFile, decode_line, default_path, encode_record, encode_rows, storable
 from switch.ledger.stream import CommittedRows
 
@@ -265,6 +265,7 @@ class Recorder:
 
     def _price(self, record: CallRecord) -> dict[str, Any]:
         """The record's row, priced, made safe for every store, with the budget hold it releases."""
+        record = bounded_usage(record)
         try:
             row = self.pricer.row(record)
         except Exception as exc:
