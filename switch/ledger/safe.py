@@ -74,14 +74,15 @@ def bounded_usage(record: CallRecord) -> CallRecord:
     tokens = {name: getattr(record, name) for name in TOKEN_COLUMNS}
     if all(type(count) is int and count <= TOKEN_LIMIT for count in tokens.values()):
         return record
-    clamped = {
+    clamped: dict[str, Any] = {
         name: min(count, TOKEN_LIMIT)
         for name, count in tokens.items()
         if isinstance(count, int | float) and count > TOKEN_LIMIT
     }
     if not clamped:
         return record  # odd types are safe_row's to fix; nothing here was too large
-    return replace(record, **clamped, error=with_clamped_note(record.error))
+    clamped["error"] = with_clamped_note(record.error)
+    return replace(record, **clamped)
 
 
 def _number(value: Any, required: bool, integer: bool) -> Any:
