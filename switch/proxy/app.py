@@ -104,7 +104,9 @@ def create_app(
         if fail_open.closed:
             relay.refusal = fail_open.refusal
     config_path = config.path if config is not None else locations.config_file()
-    relay.budgets = BudgetGate.build(settings, config_path, getattr(sink, "database", None))
+    relay.budgets = BudgetGate.build(
+        settings, config_path, getattr(sink, "database", None), pricer=getattr(sink, "pricer", None)
+    )
     started = time.time()
 
     async def count_tokens(exchange: Exchange) -> None:
