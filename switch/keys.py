@@ -154,6 +154,13 @@ def read_file() -> dict[str, str]:
 def _write_file(entries: dict[str, str]) -> None:
     path = file_store_path()
     locations.ensure_private_dir(path.parent)
+    if path.is_symlink():
+        # A key file is switch's own, 0600: a link's target is somebody else's file, whose mode (and place)
+        # switch must not change; replacing the link would leave the keys where the user did not put them.
+        raise KeysFileError(
+            f"{path} is a symbolic link (to {os.readlink(path)}): switch stores keys only in a file of its own; "
+            "remove the link (`rm` it; its target stays) and run the command again"
+        )
     if path.exists():
         # atomic_write keeps the current mode; make sure that mode is 0600 before anything is written.
         os.chmod(path, 0o600)

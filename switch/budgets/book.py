@@ -19,7 +19,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -289,6 +289,19 @@ class BudgetBook:
                 period.sessions[key] = period.sessions.get(key, 0) + cost
             else:
                 period.spent += cost
+
+    def learn_listed(self, model: str, price_input: float, price_output: float) -> None:
+        """Take a configured or bundled price for `model` until the ledger prices one of its calls."""
+        if model not in self.prices:
+            self._learn_price(model, price_input, price_output)
+
+    def listed_top_price(self, bundled: tuple[float, float], configured: Iterable[Mapping[str, float]]) -> None:
+        """Count unknown models at the highest known price (`bundled`'s, `configured`'s), never at 0."""
+        top_input, top_output = bundled
+        for entry in configured:
+            top_input = max(top_input, float(entry.get("input", 0) or 0))
+            top_output = max(top_output, float(entry.get("output", 0) or 0))
+        self.top_price = (max(self.top_price[0], top_input), max(self.top_price[1], top_output))
 
     def _learn_price(self, model: str, price_input: float, price_output: float) -> None:
         self.prices[model] = (price_input, price_output)

@@ -55,6 +55,12 @@ def ledger_summary(ledger: dict[str, Any]) -> tuple[bool, str, str | None]:
             f"{' and '.join(part for part in (held, unsaved) if part)}: {cause}",
             (f"{fix}; the proxy then writes them there on its own"),
         )
+    if ledger.get("file_changed"):
+        return (
+            False,
+            f"{ledger['file_changed']}; {ledger.get('spilled_rows', 0)} rows wait in the spill file{cause}",
+            "leave a switch ledger or nothing at that path: the proxy writes the waiting rows there on its own",
+        )
     if ledger.get("spill_bytes"):
         return (
             False,

@@ -231,6 +231,10 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
+        from switch.home_lock import hold_home
+
+        # A service restart hands the socket to us while the last instance may still finish its streams.
+        hold_home(wait=settings.server.shutdown_grace + 5.0 if inherited is not None else 0.0)
         if inherited is None:
             # (With a socket handed over, the service manager holds the port: probing it would wait on ourselves.)
             _refuse_a_second_proxy(int(loaded.server["port"]), settings.server.port)

@@ -177,6 +177,18 @@ class PriceTable:
         ]
         return sorted(found)[:limit]
 
+    def highest_price(self) -> tuple[float, float]:
+        """The highest input and output prices (USD per million) of switch's own additions.
+
+        (Not of LiteLLM's whole table: its dearest entries would make every unknown model a $2 call.)"""
+        top_input = top_output = 0.0
+        for entry, source in self._entries.values():
+            price = _price_from_entry(entry, source) if source.startswith("switch:") else None
+            if price is not None:
+                listed = price.per_million()
+                top_input, top_output = max(top_input, listed["input"]), max(top_output, listed["output"])
+        return top_input, top_output
+
     def lookup(self, provider: str | None, model: str) -> Price | None:
         """The price for `model` served by `provider` (or a plain model name), or None."""
         key = (provider, model)

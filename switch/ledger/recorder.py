@@ -11,6 +11,13 @@ dropped while the process lives. Each kind of failure is logged once until writi
 `health()` reports it; a writer thread that dies anyway is restarted by the next `submit` or
 `health()`. `close` drains the queue before it returns. Rows never hold prompts or keys.
 
+Before each batch the writer checks that the file it has open is still the one at the ledger's path
+(one stat, see `_file_moved`): a ledger.db deleted or replaced while the proxy runs would otherwise
+take every later row into an unlinked file. It then reopens the path (a fresh file is created and
+migrated) or, when that fails, spills; `health()` says `file_changed` until a batch is written again.
+The old file's WAL is still at the path (SQLite cannot checkpoint into a moved file): opened with the
+new file it would lay the old pages over it, so it is moved aside first (`ORPHANED_SUFFIX`).
+
 What reads the calls afterwards (budgets, metrics) is fed by `committed` (`ledger/stream.py`): each
 transaction that inserts calls publishes exactly its rows, with their ids, after its commit.
 """
@@ -20,6 +27,7 @@ from __future__ import annotations
 import collections
 import errno
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -34,7 +42,7 @@ from switch.ledger.db import open_for_writing
 from switch.ledger.pricer import Pricer, unpriced_row
 from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
-from switch.ledger.safe import safe_row
+from switch.ledger.safe import bounded_usage, safe_row
 from switch.ledger.spill import SpillFile, decode_line, default_path, encode_record, encode_rows, storable
 from switch.ledger.stream import CommittedRows
 
@@ -45,6 +53,9 @@ MAX_QUEUED = 10_000
 """Records the queue holds at most; past it `submit` appends to the spill file (about 1 KB a record)."""
 _RETRY_SECONDS = 1.0
 _STORAGE_STAGES = ("database:", "spill:", "replay:", "writer:")
+_SIDECARS = ("-wal", "-shm")
+ORPHANED_SUFFIX = ".orphaned"
+"""Added to the name of a moved or deleted ledger's WAL left at the path (its last writes, kept for recovery)."""
 
 
 class Recorder:
@@ -76,6 +87,11 @@ class Recorder:
         self._started = False
         self._finished = False
         self._connection: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file `_connection` has open
+        self._sidecar_identity: dict[str, tuple[int, int]] = {}  # the same for its -wal and -shm files
+        self.file_changed: str | None = None
+        """What happened to the ledger file under the open connection, until a batch lands in the new one."""
+        self.reopened = 0
         self._next_replay = 0.0
         self._database_ok = False  # whether the last attempt to write the database worked
         # Records and rows on their way: attributes, not locals, so that a writer thread that dies
@@ -135,7 +151,7 @@ class Recorder:
         spill_bytes = max(0, self._spill_file.size() - self._spill_file.offset)
         unsaved = len(self._unsaved) + len(self._overflow)
         report = {
-            "ok": alive and not spill_bytes and not unsaved,
+            "ok": alive and not spill_bytes and not unsaved and not self.file_changed,
             "writer_alive": alive,
             "restarts": self.restarts,
             "queued": self._queue.qsize() + len(self._taken),
@@ -144,6 +160,8 @@ class Recorder:
             "spill_bytes": spill_bytes,
             "written": self.written,
             "last_error": self.last_error,
+            "file_changed": self.file_changed,
+            "reopened": self.reopened,
         }
         if not alive:
             self._supervise()
@@ -265,6 +283,7 @@ class Recorder:
 
     def _price(self, record: CallRecord) -> dict[str, Any]:
         """The record's row, priced, made safe for every store, with the budget hold it releases."""
+        record = bounded_usage(record)
         try:
             row = self.pricer.row(record)
         except Exception as exc:
@@ -274,9 +293,50 @@ class Recorder:
         return safe_row(row)
 
     def _connect(self) -> sqlite3.Connection:
+        if self._connection is not None and self._file_moved():
+            self._drop_connection()
+            self.reopened += 1
         if self._connection is None:
             self._connection = open_for_writing(self.database)
+            self._identity = _identity(self.database)
+            self._sidecar_identity = {}
+            for suffix in _SIDECARS:
+                found = _identity(self.database.with_name(self.database.name + suffix))
+                if found is not None:
+                    self._sidecar_identity[suffix] = found
         return self._connection
+
+    def _file_moved(self) -> bool:
+        """Whether the file at the ledger's path is no longer the one the connection has open (one stat)."""
+        try:
+            status = os.stat(self.database)
+        except FileNotFoundError:
+            change = "was deleted"
+        except OSError:
+            return False  # unreadable directory and the like: the insert says what is wrong
+        else:
+            if (status.st_dev, status.st_ino) == self._identity:
+                return False
+            change = "was replaced by another file"
+        self.file_changed = f"{self.database} {change} while the proxy ran; later calls go to the file now at that path"
+        log.warning("%s", self.file_changed)
+        self._move_old_sidecars()
+        return True
+
+    def _move_old_sidecars(self) -> None:
+        """Move the old file's -wal and -shm out of the new file's way (they are the old file's, not its)."""
+        for suffix, identity in self._sidecar_identity.items():
+            sidecar = self.database.with_name(self.database.name + suffix)
+            if _identity(sidecar) != identity:
+                continue  # gone, or the new file's own
+            try:
+                if suffix == "-wal":
+                    sidecar.replace(sidecar.with_name(sidecar.name + ORPHANED_SUFFIX))
+                    log.warning("the old ledger's last writes are in %s%s", sidecar, ORPHANED_SUFFIX)
+                else:
+                    sidecar.unlink()  # an index SQLite rebuilds from the WAL
+            except OSError as exc:
+                self._failed("database", exc, f"{sidecar} is the old ledger's; move it aside by hand")
 
     def _insert(self, rows: list[dict[str, Any]]) -> None:
         connection = self._connect()
@@ -292,6 +352,7 @@ class Recorder:
         self.committed.publish(rows)
         self.written += len(rows)
         self._database_ok = True
+        self.file_changed = None
         with self._report_lock:
             troubles = {kind for kind in self._reported if kind.startswith(_STORAGE_STAGES)}
             self._reported -= troubles  # a new failure of the same kind is news again
@@ -374,3 +435,12 @@ class Recorder:
         # a row spilled by an older switch is made safe as the writer makes its own.
         row = self._price(item) if isinstance(item, CallRecord) else item
         return safe_row(row) if row is not None and storable(row) else None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file at `path`, None when there is none."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino

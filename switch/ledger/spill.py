@@ -4,10 +4,16 @@ Two kinds of line: a priced row (the writer's batch when the database refused it
 record marked `_unpriced_record` (appended by `submit` past the queue bound, priced when replayed).
 Every line read back is checked against the calls table before it is inserted, so a damaged line is
 skipped instead of failing its whole replay.
+
+The file is never shared: the descriptor that appends holds an `flock` on it, and a second writer
+(another process, or another recorder on the same path) can neither append to it nor replay it; its
+rows stay with it (in memory, retried) while the holder replays its own. With one proxy per home
+(`switch.home_lock`) that never happens in use; the lock is what makes it impossible.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -116,6 +122,7 @@ class SpillFile:
                 locations.ensure_private_dir(self.path.parent)
                 descriptor = os.open(self.path, flags, 0o600)
             try:
+                _lock(descriptor, self.path)
                 size = os.fstat(descriptor).st_size
                 if size and os.pread(descriptor, 1, size - 1) != b"\n":
                     os.write(descriptor, b"\n")  # end a line cut short by a crash, so ours stay whole
@@ -144,6 +151,8 @@ class SpillFile:
     def read_pending(self) -> tuple[list[bytes], int, int] | None:
         """The non-empty lines waiting, the offset they end at and how many lines that was; None when none."""
         with self.lock:  # appends hold it too: what is read here is whole lines
+            if self._descriptor is None and self.size() > self.offset:
+                self._append(b"", durable=False)  # takes the file's flock (OSError while another holds it)
             end = self.size()
             if end <= self.offset:
                 if end == 0 and self.path.is_file():
@@ -195,3 +204,15 @@ class SpillFile:
             except OSError:
                 pass
             self._descriptor = None
+
+
+def _lock(descriptor: int, path: Path) -> None:
+    """Take the spill file's exclusive flock; OSError (EWOULDBLOCK) while another writer holds it."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): one proxy per home is all there is
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise OSError(errno.EWOULDBLOCK, "another ledger writer holds this spill file", str(path)) from None

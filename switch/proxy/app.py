@@ -101,7 +101,9 @@ def create_app(
     relay = Relay(settings, UpstreamPool(settings.server), sink, presets)
     follower = _follower(config, relay, presets, sink, fail_open)
     config_path = config.path if config is not None else locations.config_file()
-    relay.budgets = BudgetGate.build(settings, config_path, getattr(sink, "database", None))
+    relay.budgets = BudgetGate.build(
+        settings, config_path, getattr(sink, "database", None), pricer=getattr(sink, "pricer", None)
+    )
     health = Health(relay, presets, follower, fail_open, getattr(sink, "health", None), time.time())
 
     # The recorder's stream of committed rows; registered before its writer starts (`switch serve`), so

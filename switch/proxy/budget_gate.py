@@ -6,6 +6,7 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from switch.budgets.book import BudgetBook, Verdict, cap_effort
 from switch.config import Settings
@@ -14,6 +15,9 @@ from switch.protocols.ir import Request
 from switch.routing.classify import CallInfo
 from switch.routing.presets import Preset, load_preset
 from switch.routing.resolve import Target, resolve_target
+
+if TYPE_CHECKING:
+    from switch.ledger.pricer import Pricer
 
 log = logging.getLogger("switch.budgets")
 
@@ -29,18 +33,30 @@ class BudgetGate:
     presets: dict[str, Preset]
     settings: Settings
     by_model: bool = False
+    pricer: Pricer | None = None
+    """The writer's pricer: its configured and bundled prices back the in-flight estimates (see `hold`)."""
     _providers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    _listed: set[str] = field(default_factory=set)
 
     @classmethod
     def build(
-        cls, settings: Settings, config_path: Path | str, ledger: Path | None, running: BudgetGate | None = None
+        cls,
+        settings: Settings,
+        config_path: Path | str,
+        ledger: Path | None,
+        running: BudgetGate | None = None,
+        pricer: Pricer | None = None,
     ) -> BudgetGate | None:
         """The gate for `settings` (None without budgets), starting from this period's spend in `ledger`.
 
-        `running` is the gate it replaces (at a config edit): its learned prices carry over."""
+        `running` is the gate it replaces (at a config edit): its learned prices carry over. `pricer`'s
+        prices (configured, then bundled) estimate calls to targets the ledger has no recent row of."""
         if not settings.budgets:
             return None
         book = BudgetBook(settings.budgets, str(config_path))
+        if pricer is not None:
+            # Loaded here, off the request path (at start-up, or on the thread that rebuilds the budgets).
+            book.listed_top_price(pricer.table.highest_price(), settings.prices.values())
         if ledger is not None:
             from switch.ledger.db import open_read_only
 
@@ -64,7 +80,7 @@ class BudgetGate:
                     except PresetError as exc:
                         log.error("budget '%s' cannot route through its preset: %s", budget.label, exc.message)
         by_model = any(budget.scope.startswith("model:") for budget in settings.budgets)
-        return cls(book, presets, settings, by_model)
+        return cls(book, presets, settings, by_model, pricer)
 
     def model_key(self, reference: str, inbound_api: str, requested: str) -> str:
         """`provider/model` as the ledger will record it for a call routed to `reference`."""
@@ -90,6 +106,14 @@ class BudgetGate:
     def hold(self, info: CallInfo, target: Target, request: Request, request_bytes: int) -> int:
         """Hold this attempt's estimated cost against its budgets until its record is priced."""
         model = f"{target.provider}/{target.model or request.model}"
+        if model not in self._listed and self.pricer is not None:
+            # Once per target: a fresh ledger has taught the book no price, and an estimate of 0 would
+            # let a whole burst through a budget before its first row is priced.
+            self._listed.add(model)
+            price = self.pricer.table.lookup(target.provider, target.model or request.model)
+            if price is not None:
+                listed = price.per_million()
+                self.book.learn_listed(model, listed["input"], listed["output"])
         amount = self.book.estimate(model, request_bytes, request.max_output_tokens)
         return self.book.hold(info.harness, info.role, info.session_id, model, amount)
 

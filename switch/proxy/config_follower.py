@@ -114,7 +114,8 @@ class ConfigFollower:
     def _rebuild_budgets(self, settings: Settings, generation: int) -> None:
         """Build the gate for `settings` off the event loop, then swap it in whole, missing no committed row."""
         try:
-            gate = BudgetGate.build(settings, self.path, getattr(self.sink, "database", None), self.relay.budgets)
+            database, pricer = getattr(self.sink, "database", None), getattr(self.sink, "pricer", None)
+            gate = BudgetGate.build(settings, self.path, database, self.relay.budgets, pricer)
         except Exception:  # the running budgets stay; the next edit tries again
             log.exception("could not rebuild the budgets for the edited config.toml")
             return

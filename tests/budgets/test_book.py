@@ -111,3 +111,32 @@ def test_a_rollover_seen_by_the_writer_leaves_the_holds_to_the_event_loop() -> N
     book.check("claude-code", "subagent", "s3", "baseten/moonshotai/Kimi-K3")
     assert reserved.deleted_by == [threading.get_ident()] and "s1" not in reserved
     assert book.report()[0]["spent_micros"] == 100
+
+
+def test_on_a_fresh_ledger_a_model_with_no_listed_price_is_estimated_at_the_highest_known_never_zero() -> None:
+    from switch.config import load_settings
+    from switch.proxy.budget_gate import BudgetGate
+    from switch.routing.resolve import resolve_target
+    from tests.ledger_seed import pricer_for
+
+    settings = load_settings()
+    settings.budgets = [BLOCK_AT_ONE_DOLLAR]
+    settings.prices = {"baseten/dear-model": {"input": 50.0, "output": 200.0}}
+    pricer = pricer_for(settings)
+    gate = BudgetGate.build(settings, "config.toml", None, pricer=pricer)
+    assert gate is not None
+    book = gate.book
+    # The dearest configured price is the floor for any model the book knows no price of.
+    assert book.estimate("somewhere/unlisted", 4000, 100) == round(1000 * 50.0 + 100 * 200.0)
+    from switch.protocols.ir import Message, Request, TextPart
+
+    request = Request(model="m", system=(), messages=(Message("user", (TextPart("hi"),)),), max_output_tokens=100)
+    target = resolve_target(settings, "baseten/moonshotai/Kimi-K3", "anthropic")
+    from switch.routing.classify import CallInfo
+
+    info = CallInfo(harness="claude-code", role="subagent", session_id=None, agent_id=None, family=None)
+    hold = gate.hold(info, target, request, 4000)
+    listed = pricer.table.lookup("baseten", "moonshotai/Kimi-K3")
+    assert listed is not None and hold
+    prices = listed.per_million()
+    assert book.report()[0]["spent_micros"] == round(1000 * prices["input"] + 100 * prices["output"]) > 0

@@ -70,14 +70,15 @@ class HeldUpstream(FakeChatUpstream):
         await super()._play(reply, send, gone)
 
 
+@pytest.mark.parametrize("seed_usd", [0.01, 0.0], ids=["prices-learned-from-the-ledger", "fresh-ledger"])
 def test_parallel_calls_overshoot_a_cap_by_at_most_the_documented_bound(
-    budget_proxy: Callable[..., BudgetProxy],
-    isolated_home: Path,
+    budget_proxy: Callable[..., BudgetProxy], isolated_home: Path, seed_usd: float
 ) -> None:
     held = HeldUpstream()
     with serve(held) as url:
-        # A cent of earlier spend: the prices it was priced at are what estimates start from.
-        running = budget_proxy(CAP.format(limit=5.0), seed_usd=0.01, upstream=(held, url + "/v1"))
+        # A cent of earlier spend: its rows' prices are what estimates start from. A fresh ledger has no
+        # rows: the estimates come from the configured price of the target (before: 0, all 20 let through).
+        running = budget_proxy(CAP.format(limit=5.0), seed_usd=seed_usd, upstream=(held, url + "/v1"))
         blocked = 0
         lock = threading.Lock()
 
@@ -101,7 +102,7 @@ def test_parallel_calls_overshoot_a_cap_by_at_most_the_documented_bound(
             held.release.set()
             outcomes = [future.result(timeout=30) for future in futures]
         running.proxy.extra["blocked"] = blocked
-        rows = running.rows()[1:]
+        rows = running.rows()[1 if seed_usd else 0 :]
     served = [row for row in rows if row["budget_action"] is None]
     limit = 5_000_000
     estimates = [

@@ -137,3 +137,32 @@ def test_down_never_signals_a_pid_that_is_now_another_program(
     assert not record.exists()
     record.write_text(entry)
     assert f"stale record: pid {stranger.pid} is now another program" in run_switch("status").stdout
+
+
+def test_a_second_proxy_of_one_home_on_another_port_is_refused_with_the_holders_pid(isolated_home: Path) -> None:
+    # Before the home lock, `serve --port` on a second port ran a second writer on the same ledger and
+    # spill file (rows lost); now the second one says who serves the home and exits non-zero.
+    import os
+    import signal
+    import sys
+
+    first_port, second_port = free_port(), free_port()
+    with serve_process(first_port, {}) as first:
+        second = subprocess.run(
+            [sys.executable, "-m", "switch", "serve", "--port", str(second_port)],
+            env=os.environ,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode != 0
+        assert f"another switch proxy (pid {first.pid}) already serves this home" in second.stderr
+        assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
+        assert not answers_health(second_port) and answers_health(first_port)
+        # The lock goes with its process, however it ends: after a kill -9 the next proxy starts.
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    assert (isolated_home / "proxy.lock").exists()
+    with serve_process(second_port, {}) as replacement:
+        assert answers_health(second_port)
+        assert (isolated_home / "proxy.lock").read_text().strip() == str(replacement.pid)

@@ -215,3 +215,28 @@ def test_close_replays_what_was_spilled_past_the_queue_bound(isolated_home: Path
     recorder.close()
     assert indexes(isolated_home) == [0, 1, 2]
     assert not recorder.spill.exists()
+
+
+def test_two_writers_on_one_spill_file_cannot_share_it_and_lose_no_call(isolated_home: Path) -> None:
+    # As two proxies of one home once did (10 of 35 rows lost): both spill while ledger.db is locked. The
+    # first holds the spill file's lock; the second keeps its rows in memory until it can write them itself.
+    database, spill = isolated_home / "ledger.db", isolated_home / "ledger.spill.jsonl"
+    first = Recorder(pricer_for(load_settings()), database=database, spill=spill, batch_window=0)
+    second = Recorder(pricer_for(load_settings()), database=database, spill=spill, batch_window=0)
+    with running(first), running(second):
+        first.submit(record(0))
+        wait_until(lambda: len(rows(isolated_home)) == 1)
+        with DatabaseLock(database) as lock:
+            for index in range(1, 21):
+                first.submit(record(index))
+            wait_until(lambda: first.health()["spilled_rows"] == 20, what="the first writer to spill 20 rows")
+            for index in range(21, 36):
+                second.submit(record(index))
+            wait_until(lambda: second.last_error is not None, what="the second writer to fail to write")
+            wait_until(lambda: second.health()["unsaved"] == 15, what="the second writer to hold its 15 rows")
+            assert second.last_error.startswith(("spill:", "replay:")), second.last_error
+            assert spill.read_bytes().count(b"\n") == 20  # only the holder's rows are in the file
+            lock.release()
+        wait_until(lambda: len(rows(isolated_home)) == 36, what="all 36 calls in the ledger")
+    assert indexes(isolated_home) == list(range(36))
+    assert not spill.exists()
