@@ -36,6 +36,10 @@ class Pricer:
             self._table = PriceTable(self.overrides, self.litellm_names)
         return self._table
 
+    def warm(self) -> None:
+        """Load the price table now (the writer does it at start, before any call waits on it)."""
+        _ = self.table
+
     def row(self, record: CallRecord) -> dict[str, Any]:
         """The ledger row for one record, with costs at today's prices stored alongside."""
         row = {name: getattr(record, name) for name in _RECORD_FIELDS}
