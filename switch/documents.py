@@ -27,6 +27,8 @@ from switch.protocols.ir import DocumentPart, Message, Part, Request, TextPart, 
 MAX_CHARS = 200_000
 """Extracted text kept per document; a longer one is cut with a note saying so."""
 CACHE_SIZE = 16
+CACHE_CHARS = 1_000_000
+"""Extracted characters the cache holds at most, all entries together (16 full ones would be 3.2 million)."""
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-yaml", "application/yaml"})
 
 if TYPE_CHECKING:
@@ -179,13 +181,16 @@ def _decrypts(reader: PdfReader) -> bool:
 
 
 class ExtractionCache:
-    """A bounded LRU of extraction results by SHA-256 of the PDF's bytes; safe across threads."""
+    """An LRU of extraction results by SHA-256 of the PDF's bytes, bounded in entries and in characters; thread-safe."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_chars: int = CACHE_CHARS) -> None:
         self.size = size
+        self.max_chars = max_chars
         self._entries: OrderedDict[bytes, tuple[int | None, str]] = OrderedDict()
         self._lock = threading.Lock()
         self.misses = 0
+        self.chars = 0
+        """Characters of extracted text held now."""
 
     def extract(self, raw: bytes) -> tuple[int | None, str]:
         """`extract_pdf(raw)`, computed once per distinct file while it stays cached."""
@@ -198,10 +203,14 @@ class ExtractionCache:
         result = extract_pdf(raw)
         with self._lock:
             self.misses += 1
-            self._entries[key] = result
+            if key not in self._entries:
+                self._entries[key] = result
+                self.chars += len(result[1])
             self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            # Texts run to MAX_CHARS each: a count alone would let a few large files hold megabytes.
+            while len(self._entries) > self.size or (self.chars > self.max_chars and len(self._entries) > 1):
+                _key, (_pages, dropped) = self._entries.popitem(last=False)
+                self.chars -= len(dropped)
         return result
 
 

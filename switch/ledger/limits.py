@@ -6,7 +6,7 @@ LiteLLM's bundled model table (`max_input_tokens`, `max_output_tokens`), read as
 imported. A model is looked up under its provider's own name only, as prices are (see `pricing`).
 A limit found nowhere is unknown (None): nothing is enforced on it, and it is shown as unknown.
 
-Only the two limits of each entry are kept, so a proxy holds a few hundred kilobytes, not the table.
+LiteLLM's table is indexed, not held (`litellm_table`): an entry's two limits are read when asked for.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from switch.ledger.litellm_table import EntryIndex, shared_index
 from switch.ledger.pricing import BUNDLED_TABLE, LITELLM_ALIASES, PROVIDER_PREFIXES, litellm_table_path
 
 
@@ -101,6 +102,18 @@ def _read_entries(raw: bytes, prefix: str, into: dict[str, _Entry]) -> None:
         into[key.lower()] = _Entry(window, output, str(entry.get("litellm_provider") or ""), f"{prefix}:{key}")
 
 
+def _indexed_entry(index: EntryIndex | None, lowered: str) -> _Entry | None:
+    """The limits LiteLLM's indexed table gives under a lower-cased key, or None."""
+    found = index.get(lowered) if index is not None else None
+    if found is None:
+        return None
+    entry, key = found
+    window, output = _tokens(entry.get("max_input_tokens")), _tokens(entry.get("max_output_tokens"))
+    if window is None and output is None:
+        return None
+    return _Entry(window, output, str(entry.get("litellm_provider") or ""), f"litellm:{key}")
+
+
 class LimitTable:
     """Looks up the limits of `provider/model` references; the tables are read on first use."""
 
@@ -116,30 +129,32 @@ class LimitTable:
         self._raw_tables = raw_tables
         """Table bytes to read instead of the bundled files (tests feed outside data through it)."""
         self._entries: dict[str, _Entry] | None = None
+        self._litellm: EntryIndex | None = None
         self._resolved: dict[tuple[str, str], ModelLimits] = {}
 
-    def _loaded(self) -> dict[str, _Entry]:
+    def _entry(self, lowered: str) -> _Entry | None:
+        """The limits under a lower-cased table key: switch's additions, else LiteLLM's indexed table."""
         if self._entries is None:
             entries: dict[str, _Entry] = {}
             if self._raw_tables is not None:
                 for raw in self._raw_tables:
                     _read_entries(raw, "litellm", entries)
             else:
+                # LiteLLM's table is indexed, not loaded (see `litellm_table`); switch's own entries are few.
                 path = litellm_table_path()
-                if path is not None:
-                    _read_entries(path.read_bytes(), "litellm", entries)
+                self._litellm = shared_index(path) if path is not None else None
                 _read_entries(BUNDLED_TABLE.read_bytes(), "switch", entries)
             self._entries = entries
-        return self._entries
+        found = self._entries.get(lowered)
+        return found if found is not None else _indexed_entry(self._litellm, lowered)
 
     def _candidates(self, provider: str, model: str) -> list[str]:
-        entries = self._loaded()
         keys: list[str] = []
         name = self._litellm_names.get(provider)
         if name is not None:
             for spelled in (name, *LITELLM_ALIASES.get(name, ())):
                 keys.append(f"{spelled}/{model}")
-                bare = entries.get(model.lower())
+                bare = self._entry(model.lower())
                 if bare is not None and (
                     bare.marked_provider == spelled or bare.marked_provider.startswith(spelled + "-")
                 ):
@@ -163,9 +178,8 @@ class LimitTable:
             return UNKNOWN
         window = output = None
         window_source = output_source = None
-        entries = self._loaded()
         for key in self._candidates(provider, model):
-            entry = entries.get(key)
+            entry = self._entry(key)
             if entry is not None:
                 window, output = entry.window, entry.output
                 window_source = entry.source if window is not None else None

@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from switch.ledger.litellm_table import shared_index
+
 BUNDLED_TABLE = Path(__file__).resolve().parent / "data" / "prices.json"
 _MILLION = Decimal(1_000_000)
 PROVIDER_PREFIXES: dict[str, tuple[str, ...]] = {
@@ -137,16 +139,31 @@ class PriceTable:
         self._override_names = tuple(overrides or {})
         self._litellm_names = dict(litellm_names or {})
         """Each `api = "litellm"` provider's LiteLLM name, under which its models are priced."""
-        self._entries: dict[str, tuple[dict[str, Any], str]] = {}
         self._resolved: dict[tuple[str | None, str], Price | None] = {}
         table = litellm_table_path()
-        if table is not None:
-            for key, entry in orjson.loads(table.read_bytes()).items():
-                if isinstance(entry, dict):
-                    self._entries[key.lower()] = (entry, f"litellm:{key}")
+        # LiteLLM's table is indexed, not loaded: see `litellm_table`. switch's own few entries come first.
+        self._litellm = shared_index(table) if table is not None else None
+        self._additions: dict[str, tuple[dict[str, Any], str]] = {}
         for key, entry in orjson.loads(BUNDLED_TABLE.read_bytes()).items():
             if isinstance(entry, dict):
-                self._entries[key.lower()] = (entry, f"switch:{key}")
+                self._additions[key.lower()] = (entry, f"switch:{key}")
+
+    def _entry(self, lowered: str) -> tuple[dict[str, Any], str] | None:
+        """(entry, source) under a lower-cased table key: switch's additions, else LiteLLM's table."""
+        found = self._additions.get(lowered)
+        if found is None and self._litellm is not None:
+            entry = self._litellm.get(lowered)
+            found = (entry[0], f"litellm:{entry[1]}") if entry is not None else None
+        return found
+
+    def _all_entries(self) -> list[tuple[str, tuple[dict[str, Any], str]]]:
+        """Every (lower-cased key, (entry, source)) of both tables (for the CLI's searches; reads the whole table)."""
+        everything: dict[str, tuple[dict[str, Any], str]] = {}
+        if self._litellm is not None:
+            for lowered, (entry, key) in self._litellm.entries():
+                everything[lowered] = (entry, f"litellm:{key}")
+        everything.update(self._additions)
+        return list(everything.items())
 
     def _candidates(self, provider: str | None, model: str) -> list[str]:
         keys: list[str] = []
@@ -156,7 +173,7 @@ class PriceTable:
                 keys.append(f"{spelled}/{model}")
                 # LiteLLM keeps some providers' models unprefixed, marked with the provider's name.
                 # (Vertex's are marked `vertex_ai-language-models` and the like.)
-                bare = self._entries.get(model.lower())
+                bare = self._entry(model.lower())
                 marked = str(bare[0].get("litellm_provider")) if bare is not None else ""
                 if marked == spelled or marked.startswith(spelled + "-"):
                     keys.append(model)
@@ -172,7 +189,7 @@ class PriceTable:
         name = model.rsplit("/", 1)[-1].lower()
         found = [
             source.split(":", 1)[1]
-            for key, (entry, source) in self._entries.items()
+            for key, (entry, source) in self._all_entries()
             if (key == name or key.endswith("/" + name)) and _price_from_entry(entry, source) is not None
         ]
         return sorted(found)[:limit]
@@ -206,7 +223,7 @@ class PriceTable:
         if override is not None:
             return self._override_price(override, reference)
         for key in self._candidates(provider, model):
-            found = self._entries.get(key)
+            found = self._entry(key)
             if found is not None:
                 price = _price_from_entry(*found)
                 if price is not None:
@@ -267,7 +284,7 @@ class PriceTable:
         if override is not None:
             return self._override_price(override, reference)
         for prefix in PROVIDER_PREFIXES.get(provider, (f"{provider}/",)):
-            found = self._entries.get(f"{prefix}{model}".lower())
+            found = self._entry(f"{prefix}{model}".lower())
             # An unprefixed key is anyone's name: it is this provider's only when the table says so.
             if found is not None and (prefix or found[0].get("litellm_provider") == provider):
                 price = _price_from_entry(*found)
@@ -285,7 +302,7 @@ class PriceTable:
     def _full_names(self, short: str, providers: list[str]) -> list[str]:
         """Models of the configured providers whose name ends in `/short` (the dashboard's short name)."""
         suffix = "/" + short.lower()
-        keys = [*self._override_names, *(source.split(":", 1)[1] for _entry, source in self._entries.values())]
+        keys = [*self._override_names, *(source.split(":", 1)[1] for _key, (_entry, source) in self._all_entries())]
         names: list[str] = []
         for key in keys:
             if not key.lower().endswith(suffix):

@@ -218,6 +218,7 @@ class Recorder:
             self._alive = False
 
     def _serve(self) -> None:
+        self._warm_prices()
         self._replay()
         while True:
             stopping = self._gather()
@@ -234,6 +235,14 @@ class Recorder:
         if left:
             log.error("%d calls could not be recorded: the ledger and its spill file both failed", left)
         self._finished = True
+
+    def _warm_prices(self) -> None:
+        # At start, while no call is waiting: indexing LiteLLM's table (100-300 ms of interpreter time)
+        # must not fall in the first batch, mid-traffic, nor on the event loop (the limits share the index).
+        try:
+            self.pricer.warm()
+        except Exception as exc:
+            self._failed("pricing", exc, "calls are recorded unpriced until the price table can be read")
 
     def _gather(self) -> bool:
         """Take the next batch off the queue; True once `close` asked to stop."""

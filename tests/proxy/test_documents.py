@@ -15,7 +15,7 @@ import openai
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switch.documents import CACHE_SIZE, EXTRACTIONS, MAX_CHARS, ExtractionCache, extract_pdf
+from switch.documents import CACHE_CHARS, CACHE_SIZE, EXTRACTIONS, MAX_CHARS, ExtractionCache, extract_pdf
 from tests.conftest import FAKE_CLIENT_KEY, Proxy
 from tests.document_helpers import anthropic_blocks, anthropic_body, b64, make_pdf
 from tests.fake_upstream import ToolCall, Turn
@@ -276,6 +276,19 @@ def test_extraction_is_cached_by_content_and_bounded() -> None:
     cache.extract(first)  # evicted by the other two: extracted again
     assert cache.misses == 4
     assert CACHE_SIZE >= 8
+
+
+def test_the_extraction_cache_is_bounded_in_characters_too() -> None:
+    texts = [f"file {n} " + "x" * 4000 for n in range(5)]
+    cache = ExtractionCache(16, max_chars=10_000)
+    for text in texts:
+        cache.extract(make_pdf([text]))
+    assert 0 < cache.chars <= 10_000
+    cache.extract(make_pdf([texts[-1]]))  # the newest stays
+    assert cache.misses == 5
+    cache.extract(make_pdf([texts[0]]))  # the oldest was dropped for the characters, not the count
+    assert cache.misses == 6 and cache.chars <= 10_000
+    assert CACHE_SIZE * MAX_CHARS > CACHE_CHARS  # the default bound is the characters, not the count
 
 
 @given(st.binary(max_size=2048))
