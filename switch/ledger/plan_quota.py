@@ -48,6 +48,16 @@ def snapshot_row(snapshot: Snapshot) -> tuple[Any, ...]:
     )
 
 
+def write_snapshots(connection: sqlite3.Connection, waiting: dict[tuple[str, str], Snapshot]) -> None:
+    """Upsert the waiting snapshots in one transaction, then forget those not replaced meanwhile."""
+    taken = dict(waiting)
+    with connection:
+        connection.executemany(UPSERT, [snapshot_row(snapshot) for snapshot in taken.values()])
+    for key, snapshot in taken.items():
+        if waiting.get(key) is snapshot:
+            del waiting[key]
+
+
 def plans(connection: sqlite3.Connection, now: float | None = None) -> list[dict[str, Any]]:
     """Every plan's last snapshot, newest first per provider, each window marked stale past its reset."""
     now = time.time() if now is None else now

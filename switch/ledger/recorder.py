@@ -26,20 +26,21 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switch import locations
 from switch.ledger.columns import COLUMNS, INSERT
 from switch.ledger.db import open_for_writing
-from switch.ledger.plan_quota import UPSERT as UPSERT_QUOTA
-from switch.ledger.plan_quota import snapshot_row
+from switch.ledger.plan_quota import write_snapshots
 from switch.ledger.pricer import Pricer, unpriced_row
 from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
 from switch.ledger.safe import safe_row
 from switch.ledger.spill import SpillFile, decode_line, default_path, encode_record, encode_rows, storable
 from switch.ledger.stream import CommittedRows
-from switch.protocols.ratelimits import Snapshot
+
+if TYPE_CHECKING:
+    from switch.protocols.ratelimits import Snapshot
 
 log = logging.getLogger("switch.recorder")
 
@@ -86,7 +87,6 @@ class Recorder:
         self._taken: list[CallRecord] = []
         self._unsaved: list[dict[str, Any]] = []
         self._overflow: collections.deque[CallRecord] = collections.deque()
-        # The newest plan-quota snapshot per (provider, account) not yet written: bounded by the accounts seen.
         self._quotas: dict[tuple[str, str], Snapshot] = {}
         self._reported: set[str] = set()
         self._report_lock = threading.Lock()
@@ -118,7 +118,7 @@ class Recorder:
             self._failed("submit", exc, "the call is kept in memory and retried")
 
     def submit_quota(self, snapshot: Snapshot) -> None:
-        """Queue a plan's changed quota snapshot for the writer (never blocks; past the bound it waits in memory)."""
+        """Queue a plan's changed quota snapshot; past the bound the newest per account waits in memory."""
         if self._queue.qsize() < self.max_queued:
             self._queue.put_nowait(snapshot)
         else:
@@ -252,7 +252,7 @@ class Recorder:
         while True:
             if item is _STOP:
                 stopping = True
-            elif type(item) is Snapshot:
+            elif type(item) is not CallRecord:  # a plan's quota snapshot (`submit_quota`)
                 self._quotas[(item.provider, item.account)] = item
             else:
                 self._taken.append(item)
@@ -276,23 +276,12 @@ class Recorder:
                 self._unsaved = []
         elif self.spill_pending() and self._clock() >= self._next_replay:
             self._replay()
-        if self._quotas:
-            self._write_quotas()
-
-    def _write_quotas(self) -> None:
-        """Upsert the waiting snapshots; on failure they wait for the next batch (a newer one replaces them)."""
-        waiting = dict(self._quotas)
-        try:
-            connection = self._connect()
-            with connection:
-                connection.executemany(UPSERT_QUOTA, [snapshot_row(snapshot) for snapshot in waiting.values()])
-        except Exception as exc:
-            self._failed("database", exc, "plan quotas are kept in memory and retried")
-            self._drop_connection()
-            return
-        for key, snapshot in waiting.items():
-            if self._quotas.get(key) is snapshot:
-                del self._quotas[key]
+        if self._quotas:  # on failure they wait for the next batch (a newer snapshot replacing its account's)
+            try:
+                write_snapshots(self._connect(), self._quotas)
+            except Exception as exc:
+                self._failed("database", exc, "plan quotas are kept in memory and retried")
+                self._drop_connection()
 
     def _price(self, record: CallRecord) -> dict[str, Any]:
         """The record's row, priced, made safe for every store, with the budget hold it releases."""

@@ -214,7 +214,7 @@ class Relay:
         gate = self.budgets
         effort: str | None = None
         if gate is not None:
-            verdict = gate.verdict(info, chain, inbound.name, request.model)
+            verdict = gate.verdict(info, chain, inbound.name, request.model, self.quotas.utilization)
             if verdict is not None:
                 meter.budget, meter.budget_action = verdict.budget, verdict.action
                 if verdict.message is not None:

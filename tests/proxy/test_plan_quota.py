@@ -320,3 +320,38 @@ def test_codex_plan_and_api_key_limits_through_the_openai_client(
     wait_until(lambda: recorder.written == 2, what="both calls in the ledger")
     recorder.close()
     assert OPENAI_KEY.encode() not in (isolated_home / "ledger.db").read_bytes()
+
+
+def test_a_plan_budget_acts_at_its_share_of_the_window(
+    start_proxy: Callable[..., Proxy], isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    native, kimi = FakeAnthropicUpstream(), FakeChatUpstream()
+    monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
+    presets = isolated_home / "presets"
+    presets.mkdir()
+    (presets / "plan.toml").write_text(NATIVE_ONLY, encoding="utf-8")
+    (isolated_home / "active-preset").write_text("plan\n", encoding="utf-8")
+    with serve(native) as native_url, serve(kimi) as kimi_url:
+        config = (
+            f'[providers.anthropic]\nbase_url = "{native_url}"\n[providers.baseten]\nbase_url = "{kimi_url}"\n'
+            '[[budgets]]\nscope = "plan:anthropic"\nwindow = "5h"\n'
+            'actions = [{ at = 0.5, do = "warn" }, { at = 0.9, do = "preset", preset = "kimi-k3" }]\n'
+        )
+        proxy = start_proxy(config)
+        native.queue.append(Reply(200, [MESSAGE], "application/json", headers=unified_headers(0.55, 0.18)))
+        native.queue.append(Reply(200, [MESSAGE], "application/json", headers=unified_headers(0.91, 0.3)))
+        kimi.script(Turn(text="kimi past 90 %"))
+        sdk = anthropic.Anthropic(base_url=proxy.url, auth_token=OAUTH_TOKEN, max_retries=0)
+        ask: dict[str, Any] = {
+            "model": "claude-opus-5-5",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": "x"}],
+        }
+        texts = [sdk.messages.create(**ask).content[0].text for _ in range(3)]  # type: ignore[union-attr]
+    assert texts == ["from the plan", "from the plan", "kimi past 90 %"]
+    records = proxy.sink.wait(3)
+    assert [(r.provider, r.budget, r.budget_action) for r in records] == [
+        ("anthropic", None, None),  # the plan had said nothing yet
+        ("anthropic", "plan:anthropic/5h", "warn"),  # the plan said 55 % of its 5-hour window
+        ("baseten", "plan:anthropic/5h", "preset"),  # then 91 %: the budget's preset routes the call
+    ]
