@@ -160,20 +160,21 @@ def _window_name(minutes: float) -> str:
 def _api_key(headers: dict[str, str], now: float) -> list[Window]:
     windows = []
     for limit in _KEY_LIMITS:
-        anthropic_limit = _number(headers.get(f"{ANTHROPIC_KEY}{limit}-limit"))
-        if anthropic_limit:
+        ceiling = _number(headers.get(f"{ANTHROPIC_KEY}{limit}-limit"))
+        if ceiling is not None and ceiling > 0:
             remaining = _number(headers.get(f"{ANTHROPIC_KEY}{limit}-remaining"))
             resets_at = _timestamp(headers.get(f"{ANTHROPIC_KEY}{limit}-reset"))
         else:
-            anthropic_limit = _number(headers.get(f"{OPENAI_KEY}limit-{limit}"))
-            if not anthropic_limit:
+            # Azure's OpenAI answers `-1` for a limit it does not apply: no window, not "all used".
+            ceiling = _number(headers.get(f"{OPENAI_KEY}limit-{limit}"))
+            if ceiling is None or ceiling <= 0:
                 continue
             remaining = _number(headers.get(f"{OPENAI_KEY}remaining-{limit}"))
             seconds = _duration(headers.get(f"{OPENAI_KEY}reset-{limit}"))
             resets_at = now + seconds if seconds is not None else None
         if remaining is None:
             continue
-        used = min(1.0, max(0.0, 1 - remaining / anthropic_limit))
+        used = min(1.0, max(0.0, 1 - remaining / ceiling))
         windows.append(Window(limit, used, resets_at))
     return windows
 
