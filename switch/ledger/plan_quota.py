@@ -48,11 +48,13 @@ def snapshot_row(snapshot: Snapshot) -> tuple[Any, ...]:
     )
 
 
-def write_snapshots(connection: sqlite3.Connection, waiting: dict[tuple[str, str], Snapshot]) -> None:
-    """Upsert the waiting snapshots in one transaction, then forget those not replaced meanwhile."""
+def write_snapshots(connection: sqlite3.Connection, waiting: dict[tuple[str, str], Any]) -> None:
+    """Upsert the waiting answers' snapshots (each read here, off the request path) in one transaction, then
+    forget those not replaced meanwhile. A waiting item has `snapshot()` (the proxy's `PendingQuota`)."""
     taken = dict(waiting)
+    snapshots = [snapshot for snapshot in (item.snapshot() for item in taken.values()) if snapshot is not None]
     with connection:
-        connection.executemany(UPSERT, [snapshot_row(snapshot) for snapshot in taken.values()])
+        connection.executemany(UPSERT, [snapshot_row(snapshot) for snapshot in snapshots])
     for key, snapshot in taken.items():
         if waiting.get(key) is snapshot:
             del waiting[key]

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from switch import locations
 from switch.ledger.columns import COLUMNS, INSERT
@@ -38,9 +38,6 @@ from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, 
 from switch.ledger.safe import safe_row
 from switch.ledger.spill import SpillFile, decode_line, default_path, encode_record, encode_rows, storable
 from switch.ledger.stream import CommittedRows
-
-if TYPE_CHECKING:
-    from switch.protocols.ratelimits import Snapshot
 
 log = logging.getLogger("switch.recorder")
 
@@ -87,7 +84,7 @@ class Recorder:
         self._taken: list[CallRecord] = []
         self._unsaved: list[dict[str, Any]] = []
         self._overflow: collections.deque[CallRecord] = collections.deque()
-        self._quotas: dict[tuple[str, str], Snapshot] = {}
+        self._quotas: dict[tuple[str, str], Any] = {}
         self._reported: set[str] = set()
         self._report_lock = threading.Lock()
         self.last_error: str | None = None
@@ -117,7 +114,7 @@ class Recorder:
             self._overflow.append(record)
             self._failed("submit", exc, "the call is kept in memory and retried")
 
-    def submit_quota(self, snapshot: Snapshot) -> None:
+    def submit_quota(self, snapshot: Any) -> None:
         """Queue a plan's changed quota snapshot; past the bound the newest per account waits in memory."""
         if self._queue.qsize() < self.max_queued:
             self._queue.put_nowait(snapshot)

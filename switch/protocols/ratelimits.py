@@ -59,16 +59,6 @@ class Snapshot:
     """Until when the provider asked not to be called (a 429's retry-after or reset), Unix seconds."""
     observed_at: float
 
-    def same_as(self, other: Snapshot | None) -> bool:
-        """Whether `other` says the same (the time it was seen aside): no new ledger row is needed."""
-        return (
-            other is not None
-            and other.status == self.status
-            and other.windows == self.windows
-            and other.binding == self.binding
-            and other.retry_until == self.retry_until
-        )
-
 
 def _number(text: str | None) -> float | None:
     if text is None:

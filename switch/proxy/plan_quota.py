@@ -31,16 +31,40 @@ def credential_of(headers: dict[str, str]) -> str:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else credential
 
 
+class PendingQuota:
+    """One answer's quota headers, read into a `Snapshot` only when one is needed (mostly by the ledger's writer)."""
+
+    __slots__ = ("account", "headers", "observed_at", "provider", "read", "status", "taken")
+
+    def __init__(self, provider: str, account: str, status: int, headers: dict[str, str], observed_at: float) -> None:
+        self.provider, self.account, self.status = provider, account, status
+        self.headers, self.observed_at = headers, observed_at
+        self.taken: Snapshot | None = None
+        self.read = False
+
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot these headers give (parsed once; the same from any thread)."""
+        if not self.read:
+            try:
+                self.taken = read_snapshot(self.provider, self.account, self.status, self.headers, self.observed_at)
+            except Exception:  # best effort, and the writer must not retry it forever: nothing to record
+                log.exception("could not read a native answer's rate-limit headers")
+            self.read = True
+        return self.taken
+
+
 class PlanQuotas:
-    """The last snapshot per (provider, account), and the accounts to skip until their reset."""
+    """The last answer's quota per (provider, account), and the accounts to skip until their reset."""
 
     def __init__(self, sink: Any = None, clock: Callable[[], float] = time.time) -> None:
-        self.snapshots: dict[tuple[str, str], Snapshot] = {}
+        self.latest: dict[tuple[str, str], PendingQuota] = {}
         self.resting: dict[tuple[str, str], float] = {}
         """Accounts a plan rejected, and until when (Unix seconds) calls that can go elsewhere skip them."""
         self._clock = clock
-        self._submit: Callable[[Snapshot], None] | None = getattr(sink, "submit_quota", None)
+        self._submit: Callable[[PendingQuota], None] | None = getattr(sink, "submit_quota", None)
         self._accounts: dict[str, str] = {}
+        self._raw: dict[tuple[str, str], tuple[int, tuple[tuple[str, str], ...]]] = {}
+        """The status and quota headers of each account's last answer, as they came (one per account seen)."""
 
     def account(self, request_headers: dict[str, str]) -> str:
         """A non-secret name for the caller's account: the first 12 hex digits of its credential's SHA-256."""
@@ -57,36 +81,44 @@ class PlanQuotas:
     def observe(
         self, provider: str, request_headers: dict[str, str], status: int, response_headers: dict[str, str]
     ) -> None:
-        """Read one native answer's quota headers, if it has any (the pass-through's one hook)."""
-        for name in response_headers:
-            if name.startswith(PREFIXES):
-                break
-        else:
-            if status != 429:
-                return
-        try:
-            self._record(provider, self.account(request_headers), status, response_headers)
-        except Exception:  # best effort: a quota bug never costs the caller its answer
-            log.exception("could not read a native answer's rate-limit headers")
+        """Note one native answer's quota headers, if it has any (the pass-through's one hook).
 
-    def _record(self, provider: str, account: str, status: int, headers: dict[str, str]) -> None:
-        now = self._clock()
-        snapshot = read_snapshot(provider, account, status, headers, now)
-        if snapshot is None:
+        A success is only compared with the account's last answer and handed on unparsed: the writer reads
+        it. An error, or an answer for a resting account, is read at once: it decides where calls go."""
+        raw = tuple(item for item in response_headers.items() if item[0].startswith(PREFIXES))
+        if not raw and status != 429:
             return
-        key = (provider, account)
-        until = snapshot.retry_until
-        if snapshot.status == "rejected" and until is None:
+        key = (provider, self.account(request_headers))
+        seen = (status, raw)
+        repeated = self._raw.get(key) == seen
+        urgent = status >= 400 or key in self.resting
+        if repeated and not urgent:
+            return  # the very same figures as the last answer: nothing to read, nothing to write
+        self._raw[key] = seen
+        pending = PendingQuota(*key, status, dict(raw) | _retry_after(response_headers), self._clock())
+        if urgent:
+            try:
+                self._rest(key, pending)
+            except Exception:  # best effort: a quota bug never costs the caller its answer
+                log.exception("could not read a native answer's rate-limit headers")
+                return
+            if repeated or pending.snapshot() is None:
+                return  # the plan's rest is renewed; the ledger already says the same
+        self.latest[key] = pending
+        if self._submit is not None:
+            self._submit(pending)
+
+    def _rest(self, key: tuple[str, str], pending: PendingQuota) -> None:
+        snapshot = pending.snapshot()
+        now = pending.observed_at
+        until = snapshot.retry_until if snapshot is not None else None
+        rejected = snapshot is not None and snapshot.status == "rejected"
+        if rejected and until is None:
             until = now + REJECTED_PROBE_SECONDS
-        if until is not None and until > now and snapshot.status == "rejected":
+        if rejected and until is not None and until > now:
             self.resting[key] = until
         else:
             self.resting.pop(key, None)
-        if snapshot.same_as(self.snapshots.get(key)):
-            return
-        self.snapshots[key] = snapshot
-        if self._submit is not None:
-            self._submit(snapshot)
 
     def resting_until(self, provider: str, request_headers: dict[str, str]) -> float | None:
         """Until when this caller's account at `provider` is to be skipped (None: call it)."""
@@ -103,13 +135,20 @@ class PlanQuotas:
 
     def utilization(self, provider: str, window: str) -> float | None:
         """The latest utilization of `window` (e.g. `5h`) any account of `provider` reported, else None."""
-        latest: Snapshot | None = None
-        for (name, _account), snapshot in self.snapshots.items():
-            if name == provider and (latest is None or snapshot.observed_at > latest.observed_at):
-                latest = snapshot
+        newest = max(
+            (pending for (name, _account), pending in self.latest.items() if name == provider),
+            key=lambda pending: pending.observed_at,
+            default=None,
+        )
+        latest = newest.snapshot() if newest is not None else None
         if latest is None:
             return None
         for entry in latest.windows:
             if entry.name == window and (entry.resets_at is None or entry.resets_at > self._clock()):
                 return entry.utilization
         return None
+
+
+def _retry_after(headers: dict[str, str]) -> dict[str, str]:
+    value = headers.get("retry-after")
+    return {"retry-after": value} if value is not None else {}

@@ -64,6 +64,16 @@ def test_screen_snapshot(
     assert snap_compare(app, terminal_size=size, run_before=settle)
 
 
+class Ready:
+    """A snapshot already read, as the writer takes them (`PendingQuota` reads its headers on demand)."""
+
+    def __init__(self, snapshot: Any) -> None:
+        self.taken = snapshot
+
+    def snapshot(self) -> Any:
+        return self.taken
+
+
 def test_overview_shows_the_native_plans(snap_compare: Any, snapshot_ledger: Path) -> None:
     """A Claude plan at 42 % / 18 % and a ChatGPT plan whose 5-hour reset has passed (stale)."""
     from switch.ledger.db import open_for_writing
@@ -92,7 +102,7 @@ def test_overview_shows_the_native_plans(snap_compare: Any, snapshot_ledger: Pat
     )
     connection = open_for_writing(snapshot_ledger)
     try:
-        write_snapshots(connection, {("anthropic", claude.account): claude, ("openai", codex.account): codex})
+        write_snapshots(connection, {(s.provider, s.account): Ready(s) for s in (claude, codex)})
     finally:
         connection.close()
     app = make_app(snapshot_ledger, clock=lambda: FROZEN_NOW, poll=3600)
