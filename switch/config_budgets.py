@@ -7,6 +7,11 @@ period = "day"                 # day | week | month (calendar, local time)
 limit_usd = 5.0
 actions = [{ at = 0.8, do = "warn" }, { at = 0.9, do = "effort", effort = "low" },
            { at = 1.0, do = "preset", preset = "open" }, { at = 1.2, do = "block" }]
+
+[[budgets]]
+scope = "plan:anthropic"       # plan:anthropic | plan:openai: the native plan's own window, not dollars
+window = "5h"                  # 5h (default) | 7d | any window the plan's answers name
+actions = [{ at = 0.9, do = "preset", preset = "kimi-k3" }]   # `at`: the share of the window used
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ Period = Literal["day", "week", "month"]
 Do = Literal["warn", "effort", "preset", "block"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 EFFORT_ORDER: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-SCOPE_KINDS = ("total", "harness", "role", "model", "session")
+SCOPE_KINDS = ("total", "harness", "role", "model", "session", "plan")
+PLANS = ("anthropic", "openai")
 HARNESSES = ("claude-code", "codex", "langchain", "other")
 ROLES = ("orchestrator", "subagent", "background")
 # How strongly each action acts: where several budgets act on one call, the strongest is recorded.
@@ -71,23 +77,50 @@ class Budget(BaseModel):
     name: str | None = None
     scope: str = "total"
     period: Period = "day"
-    limit_usd: float = Field(gt=0)
+    limit_usd: float | None = Field(default=None, gt=0)
+    """Required for every scope but `plan:`, whose thresholds are shares of the plan's window."""
+    window: str | None = Field(default=None, min_length=1, max_length=16)
+    """With `scope = "plan:..."`: the window the thresholds apply to (`5h` when not given)."""
     actions: list[BudgetAction] = Field(default_factory=lambda: [BudgetAction(at=1.0, do="block")], min_length=1)
     """Thresholds and their actions (without any: block at the limit)."""
 
     @field_validator("limit_usd")
     @classmethod
-    def _finite_limit(cls, value: float) -> float:
-        if not math.isfinite(value) or value > 1e9:
+    def _finite_limit(cls, value: float | None) -> float | None:
+        if value is not None and (not math.isfinite(value) or value > 1e9):
             raise ValueError("must be a finite number of USD (at most 1e9)")
         return value
+
+    @model_validator(mode="after")
+    def _plan_or_dollars(self) -> Budget:
+        if self.is_plan:
+            if self.limit_usd is not None:
+                raise ValueError("a plan: budget takes no limit_usd: its `at` thresholds are shares of the plan window")
+        else:
+            if self.limit_usd is None:
+                raise ValueError("limit_usd is required (a positive number of USD)")
+            if self.window is not None:
+                raise ValueError("'window' goes only with scope = 'plan:anthropic' or 'plan:openai'")
+        return self
+
+    @property
+    def is_plan(self) -> bool:
+        """Whether this budget watches a native plan's window rather than dollars."""
+        return self.scope.startswith("plan:")
+
+    @property
+    def plan_window(self) -> str:
+        """The plan window a `plan:` budget's thresholds apply to."""
+        return self.window or "5h"
 
     @field_validator("scope")
     @classmethod
     def _scope(cls, value: str) -> str:
         kind, sep, subject = value.partition(":")
         if kind not in SCOPE_KINDS:
-            raise ValueError("scope must be total, harness:NAME, role:NAME, model:PROVIDER/MODEL or session")
+            raise ValueError(
+                "scope must be total, harness:NAME, role:NAME, model:PROVIDER/MODEL, session or plan:PROVIDER"
+            )
         if kind in ("total", "session"):
             if sep:
                 raise ValueError(f"scope '{kind}' takes no ':NAME'")
@@ -97,6 +130,8 @@ class Budget(BaseModel):
             raise ValueError(f"unknown harness (known: {', '.join(HARNESSES)})")
         if kind == "role" and subject not in ROLES:
             raise ValueError(f"unknown role (known: {', '.join(ROLES)})")
+        if kind == "plan" and subject not in PLANS:
+            raise ValueError(f"unknown plan (known: {', '.join(PLANS)})")
         if kind == "model":
             provider, slash, model = subject.partition("/")
             if not slash or not provider or not model:
@@ -106,12 +141,12 @@ class Budget(BaseModel):
     @property
     def label(self) -> str:
         """The name shown everywhere (ledger, CLI, metrics, errors)."""
-        return self.name or f"{self.scope}/{self.period}"
+        return self.name or (f"{self.scope}/{self.plan_window}" if self.is_plan else f"{self.scope}/{self.period}")
 
     @property
     def limit_micros(self) -> int:
         """The limit in micro-USD, the ledger's unit."""
-        return round(self.limit_usd * 1_000_000)
+        return round((self.limit_usd or 0) * 1_000_000)
 
 
 def check_budgets(budgets: list[Budget], providers: set[str], path: Path) -> None:

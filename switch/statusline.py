@@ -97,31 +97,35 @@ def fail_open_notice() -> str | None:
     return notice if isinstance(notice, str) else f"{PREFIX}: config error, calls go to native"
 
 
-def line_for(session_id: str | None, ledger: Path | None = None) -> str:
+def line_for(session_id: str | None, ledger: Path | None = None, plan_provider: str = "anthropic") -> str:
     """The status line for `session_id` (a neutral line when there is nothing to show), led by the fail-open
-    notice while the proxy runs degraded."""
-    line = _session_line(session_id, ledger)
+    notice while the proxy runs degraded, and ending with the native plan's windows when one was seen."""
+    line = _session_line(session_id, ledger, plan_provider)
     notice = fail_open_notice()
     return line if notice is None else f"{notice} · {line}"
 
 
-def _session_line(session_id: str | None, ledger: Path | None) -> str:
+def _session_line(session_id: str | None, ledger: Path | None, plan_provider: str) -> str:
     if not session_id:
         return NO_SESSION
     path = ledger or locations.ledger_file()
     if not path.exists():
         return NO_LEDGER
+    from switch.ledger.plan_quota import plans, short_line
     from switch.ledger.queries import session_status
 
     try:
         connection = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)
         try:
             status = session_status(connection, session_id)
+            plan = next((p for p in plans(connection) if p["provider"] == plan_provider), None)
         finally:
             connection.close()
     except sqlite3.Error:
         return UNREADABLE
-    return NO_CALLS if status is None else render(status)
+    line = NO_CALLS if status is None else render(status)
+    quota = short_line(plan) if plan is not None else ""
+    return f"{line} · {quota}" if quota else line
 
 
 def claude_statusline(stdin: TextIO, stdout: TextIO) -> int:
@@ -155,7 +159,7 @@ def codex_notify(args: Sequence[str]) -> int:
     # Codex runs this the moment the turn ends, when the recorder may still hold the turn's last call
     # (it commits in batches every 0.2 s). Nobody waits for this program, so it can afford to let it land.
     time.sleep(RECORDER_SETTLE_SECONDS)
-    line = line_for(session)
+    line = line_for(session, plan_provider="openai")
     try:
         log = locations.ensure_private_dir(locations.logs_dir()) / "turns.log"
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")

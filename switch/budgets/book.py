@@ -113,7 +113,8 @@ class BudgetBook:
     ) -> None:
         self.clock = clock
         now = clock()
-        self.tallies = [_tally(budget, now) for budget in budgets]
+        # A plan: budget counts no dollars: `switch.budgets.plans` judges it on the plan's own window.
+        self.tallies = [_tally(budget, now) for budget in budgets if not budget.is_plan]
         self.config_path = config_path
         self.prices: dict[str, tuple[float, float]] = {}
         """USD per million input and output tokens by `provider/model`, as the writer last priced them."""

@@ -84,6 +84,8 @@ def budget_report(
     now = time.time() if now is None else now
     report = []
     for budget in budgets:
+        if budget.is_plan:
+            continue  # no dollars spent against it: its window is in the plan's quota (`switch status`)
         start, end = period_bounds(budget.period, now)
         spent, sessions = period_spend(connection, budget, start, end) if connection is not None else (0, {})
         top = max(sessions, key=lambda name: sessions[name]) if sessions else None

@@ -99,10 +99,14 @@ def register(app: typer.Typer) -> None:
         connection = _connection()
         rows = spend_query(connection, by, start, end)
         refused = refused_calls(connection, start, end)
+        from switch.cli.plans import echo_plans, read_plans
+
+        plans = read_plans()
         if as_json:
             report = {"by": by, "since": start, "until": end, "groups": rows, "rejected_before_provider": refused}
-            typer.echo(json.dumps(report, indent=2))
+            typer.echo(json.dumps({**report, "plans": plans}, indent=2))
             return
+        echo_plans(plans)
         if not rows and not refused:
             typer.echo("No calls in that range.")
             return

@@ -58,6 +58,9 @@ def register(app: typer.Typer) -> None:
         damaged = ledger_file_check()
         if damaged is not None:
             result["ledger_file"] = damaged
+        from switch.cli.plans import echo_plans, read_plans
+
+        result["plans"] = read_plans()
         if as_json:
             typer.echo(json.dumps(result, indent=2))
         elif result.get("running"):
@@ -116,6 +119,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"warning: ledger: {damaged['detail']}\n  fix: {damaged['fix']}")
         if team is not None and not as_json:
             typer.echo(team["line"] if team["ok"] else f"warning: {team['line']}\n  fix: {team['fix']}")
+        if not as_json:
+            echo_plans(result["plans"])
         if config_error is not None:
             # After what runs (a proxy failing open, say): the config problem is still this command's error.
             typer.echo(f"switch: {config_error}", err=True)

@@ -205,6 +205,23 @@ MIGRATIONS = (
         ALTER TABLE calls ADD COLUMN parent_agent_id TEXT;
         """,
     ),
+    (
+        10,
+        "each native plan's quota as its answers last told it (never a credential: the account is a hash)",
+        """
+        CREATE TABLE plan_quota (
+            provider TEXT NOT NULL,
+            account TEXT NOT NULL,
+            source TEXT NOT NULL,
+            status TEXT,
+            windows TEXT NOT NULL,
+            binding TEXT,
+            retry_until REAL,
+            observed_at REAL NOT NULL,
+            PRIMARY KEY (provider, account)
+        );
+        """,
+    ),
 )
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (

@@ -199,8 +199,8 @@ class PriceTable:
 
         (Not of LiteLLM's whole table: its dearest entries would make every unknown model a $2 call.)"""
         top_input = top_output = 0.0
-        for entry, source in self._entries.values():
-            price = _price_from_entry(entry, source) if source.startswith("switch:") else None
+        for entry, source in self._additions.values():
+            price = _price_from_entry(entry, source)
             if price is not None:
                 listed = price.per_million()
                 top_input, top_output = max(top_input, listed["input"]), max(top_output, listed["output"])

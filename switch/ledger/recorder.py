@@ -39,6 +39,7 @@ from typing import Any
 from switch import locations
 from switch.ledger.columns import COLUMNS, INSERT
 from switch.ledger.db import open_for_writing
+from switch.ledger.plan_quota import write_snapshots
 from switch.ledger.pricer import Pricer, unpriced_row
 from switch.ledger.record import CallRecord
 from switch.ledger.rollups import UPSERT_ROLLUP, UPSERT_SESSION, rollup_deltas, session_deltas
@@ -99,6 +100,7 @@ class Recorder:
         self._taken: list[CallRecord] = []
         self._unsaved: list[dict[str, Any]] = []
         self._overflow: collections.deque[CallRecord] = collections.deque()
+        self._quotas: dict[tuple[str, str], Any] = {}
         self._reported: set[str] = set()
         self._report_lock = threading.Lock()
         self.last_error: str | None = None
@@ -127,6 +129,13 @@ class Recorder:
         except Exception as exc:  # the request path never sees a ledger failure; the record is kept
             self._overflow.append(record)
             self._failed("submit", exc, "the call is kept in memory and retried")
+
+    def submit_quota(self, snapshot: Any) -> None:
+        """Queue a plan's changed quota snapshot; past the bound the newest per account waits in memory."""
+        if self._queue.qsize() < self.max_queued:
+            self._queue.put_nowait(snapshot)
+        else:
+            self._quotas[(snapshot.provider, snapshot.account)] = snapshot
 
     def close(self, timeout: float = 10.0) -> None:
         """Write everything queued, then stop (a dead writer is restarted to do it)."""
@@ -267,6 +276,8 @@ class Recorder:
         while True:
             if item is _STOP:
                 stopping = True
+            elif type(item) is not CallRecord:  # a plan's quota snapshot (`submit_quota`)
+                self._quotas[(item.provider, item.account)] = item
             else:
                 self._taken.append(item)
             if len(self._taken) >= self.batch_size and not stopping:
@@ -289,6 +300,12 @@ class Recorder:
                 self._unsaved = []
         elif self.spill_pending() and self._clock() >= self._next_replay:
             self._replay()
+        if self._quotas:  # on failure they wait for the next batch (a newer snapshot replacing its account's)
+            try:
+                write_snapshots(self._connect(), self._quotas)
+            except Exception as exc:
+                self._failed("database", exc, "plan quotas are kept in memory and retried")
+                self._drop_connection()
 
     def _price(self, record: CallRecord) -> dict[str, Any]:
         """The record's row, priced, made safe for every store, with the budget hold it releases."""

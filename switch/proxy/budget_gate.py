@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from switch.budgets.book import BudgetBook, Verdict, cap_effort
+from switch.budgets.plans import Utilization, plan_verdict, stronger
 from switch.config import Settings
+from switch.config_budgets import Budget
 from switch.errors import PresetError, RoutingError
 from switch.protocols.ir import Request
 from switch.routing.classify import CallInfo
@@ -35,6 +37,8 @@ class BudgetGate:
     by_model: bool = False
     pricer: Pricer | None = None
     """The writer's pricer: its configured and bundled prices back the in-flight estimates (see `hold`)."""
+    plans: tuple[Budget, ...] = ()
+    """The `plan:` budgets, judged on the native plan's window rather than dollars."""
     _providers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     _listed: set[str] = field(default_factory=set)
 
@@ -80,7 +84,8 @@ class BudgetGate:
                     except PresetError as exc:
                         log.error("budget '%s' cannot route through its preset: %s", budget.label, exc.message)
         by_model = any(budget.scope.startswith("model:") for budget in settings.budgets)
-        return cls(book, presets, settings, by_model, pricer)
+        plans = tuple(budget for budget in settings.budgets if budget.is_plan)
+        return cls(book, presets, settings, by_model, pricer, plans)
 
     def model_key(self, reference: str, inbound_api: str, requested: str) -> str:
         """`provider/model` as the ledger will record it for a call routed to `reference`."""
@@ -93,11 +98,22 @@ class BudgetGate:
             provider = self._providers[(reference, inbound_api)] = (target.provider, target.model)
         return f"{provider[0]}/{provider[1] or requested}"
 
-    def verdict(self, info: CallInfo, chain: tuple[str, ...], inbound_api: str, requested: str) -> Verdict | None:
-        """What the budgets do to this call, judged on the first target of its route."""
+    def verdict(
+        self,
+        info: CallInfo,
+        chain: tuple[str, ...],
+        inbound_api: str,
+        requested: str,
+        utilization: Utilization | None = None,
+    ) -> Verdict | None:
+        """What the budgets do to this call, judged on the first target of its route (and its plan's window)."""
         # Without a model: budget, no call needs its target's name before routing.
         model = self.model_key(chain[0], inbound_api, requested) if chain and self.by_model else ""
-        return self.book.check(info.harness, info.role, info.session_id, model)
+        verdict = self.book.check(info.harness, info.role, info.session_id, model)
+        if self.plans and utilization is not None and chain and chain[0] == "native":
+            provider = "anthropic" if inbound_api == "anthropic" else "openai"
+            verdict = stronger(verdict, plan_verdict(self.plans, provider, utilization))
+        return verdict
 
     def rerouted(self, verdict: Verdict) -> Preset | None:
         """The preset the verdict routes through, if it names one that loaded."""

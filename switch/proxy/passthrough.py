@@ -26,12 +26,14 @@ from switch.proxy.failures import (
     cancelled_outcome,
     error_status,
     fail,
+    scrub,
     silent_failure,
     status_failure,
     status_trigger,
     transport_failure,
 )
-from switch.proxy.scrubbing import StreamScrubber, client_secret
+from switch.proxy.plan_quota import PlanQuotas
+from switch.proxy.scrubbing import StreamScrubber, client_secret, credential_of
 from switch.proxy.transport import Transport, UpstreamRequest
 from switch.routing.classify import forced_role
 from switch.routing.resolve import Target
@@ -80,6 +82,9 @@ def native_credential_problem(inbound_api: str, harness: str, headers: dict[str,
     return None
 
 
+ERROR_BODY_KEPT = 64 * 1024
+"""Bytes of a native error answer kept to read its message for the ledger (the caller gets them all)."""
+
 # switch's own model names (`switch/auto`, `switch/<role>`): a harness wired to switch sends them, and no
 # native provider knows them.
 SWITCH_PREFIX = "switch/"
@@ -88,9 +93,10 @@ SWITCH_PREFIX = "switch/"
 class PassThroughPath:
     """Serves a call on the caller's own API at its native provider."""
 
-    def __init__(self, settings: Settings, transport: Transport) -> None:
+    def __init__(self, settings: Settings, transport: Transport, quotas: PlanQuotas | None = None) -> None:
         self.settings = settings
         self.transport = transport
+        self.quotas = quotas or PlanQuotas()
 
     def _native_model(self, inbound_api: str, requested: Any) -> str | None:
         """The real model to send instead of a `switch/...` name, which only switch understands; else None."""
@@ -142,6 +148,7 @@ class PassThroughPath:
             )
         except UpstreamError as exc:
             return await fail(attempt, transport_failure(exc, target.provider))
+        self.quotas.observe(target.provider, exchange.headers, response.status_code, response.headers)
         if attempt.can_fall_back:
             trigger = status_trigger(response.status_code)
             if trigger in attempt.fallback_on:
@@ -155,7 +162,8 @@ class PassThroughPath:
         response_headers = [
             (name.encode("latin-1"), value.encode("latin-1"))
             for name, value in response.headers.items()
-            if name in _FORWARDED_RESPONSE_HEADERS or name.startswith(("anthropic-", "openai-", "x-ratelimit-"))
+            if name in _FORWARDED_RESPONSE_HEADERS
+            or name.startswith(("anthropic-", "openai-", "x-ratelimit-", "x-codex-"))
         ]
         sniffer = None
         if "content-encoding" not in response.headers:
@@ -164,6 +172,9 @@ class PassThroughPath:
         # A compressed body passes as it came (it cannot be read for the key without inflating it).
         scrubber = StreamScrubber(secret) if secret and "content-encoding" not in response.headers else None
         outcome: Outcome = "completed" if response.status_code < 400 else "upstream_error"
+        # An error answer passes through untouched; its start is kept so the ledger says what went wrong.
+        error_body: list[bytes] | None = [] if response.status_code >= 400 else None
+        kept = 0
         task = asyncio.current_task()
         assert task is not None
         stop_guard: Callable[[], None] = lambda: None  # noqa: E731
@@ -180,6 +191,9 @@ class PassThroughPath:
                     chunk = sniffer.feed(chunk)
                 if scrubber is not None:
                     chunk = scrubber.feed(chunk)
+                if error_body is not None and kept < ERROR_BODY_KEPT:
+                    error_body.append(chunk[: ERROR_BODY_KEPT - kept])
+                    kept += len(error_body[-1])
                 await exchange.send_chunk(chunk)
             rest = sniffer.flush() if sniffer is not None else b""
             if scrubber is not None:
@@ -208,5 +222,14 @@ class PassThroughPath:
             meter.stop_reason = sniffer.stop_reason
             if outcome == "completed" and sniffer.is_sse and sniffer.seen_events and not sniffer.ended:
                 outcome = "incomplete_stream"
+        if error_body is not None and meter.error is None:
+            raw = b"" if "content-encoding" in response.headers else b"".join(error_body)
+            meter.error = self._error_text(attempt, target.provider, response.status_code, raw)
         meter.finish(outcome)
         return None
+
+    @staticmethod
+    def _error_text(attempt: Attempt, provider: str, status: int, raw: bytes) -> str:
+        """What the ledger keeps of a native error answer: its message, in the translated paths' words."""
+        message = scrub(attempt.inbound.error_message(raw), credential_of(attempt.exchange.headers))
+        return f"upstream {provider} returned {status}: {message}"

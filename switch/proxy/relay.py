@@ -45,6 +45,7 @@ from switch.proxy.failures import (
 from switch.proxy.litellm_upstream import LITELLM_UPSTREAM, LOADER, LiteLLMTransport, uses_litellm
 from switch.proxy.meter import Meter
 from switch.proxy.passthrough import PassThroughPath
+from switch.proxy.plan_quota import PlanQuotas
 from switch.proxy.room import Room, clamped, with_limits
 from switch.proxy.state import KeyCache, ReasoningCache, ResponseStore, SessionAffinity
 from switch.proxy.translated import TranslatedPath
@@ -124,7 +125,8 @@ class Relay:
         self.affinity = SessionAffinity()
         self.forks = ForkMatcher()
         self.translated = TranslatedPath(settings, self.keys, self.reasoning, self.responses)
-        self.passthrough = PassThroughPath(settings, http)
+        self.quotas = PlanQuotas(sink)
+        self.passthrough = PassThroughPath(settings, http, self.quotas)
         self._targets: dict[tuple[str, str], Target] = {}
         self._smallest: dict[tuple[str, tuple[tuple[str, bool], ...]], int | None] = {}
         """Per inbound API and route: the smallest known window on it (see `Room.size_up`)."""
@@ -218,7 +220,7 @@ class Relay:
         gate = self.budgets
         effort: str | None = None
         if gate is not None:
-            verdict = gate.verdict(info, chain, inbound.name, request.model)
+            verdict = gate.verdict(info, chain, inbound.name, request.model, self.quotas.utilization)
             if verdict is not None:
                 meter.budget, meter.budget_action = verdict.budget, verdict.action
                 if verdict.message is not None:
@@ -265,6 +267,10 @@ class Relay:
                     trigger = "context_window"
                 continue
             later = [ref for ref, long_ in candidates[number + 1 :] if room.may_hold(ref, long_)]
+            if later and target.native and self.quotas.resting_until(target.provider, exchange.headers):
+                # Not an attempt: the plan rejected this account until its reset, and another target can serve.
+                trigger = "quota"
+                continue
             routed = clamped(request, target)
             attempt_meter = replace(meter, target=target, attempt=number, trigger=trigger, usage=Usage())
             if gate is not None:

@@ -12,12 +12,18 @@ MASK = b"***"
 _MIN_SECRET = 8  # shorter "credentials" (a placeholder like "x") would mangle ordinary text
 
 
+def credential_of(headers: dict[str, str]) -> str:
+    """The credential a call carries (`x-api-key`, or the token of `authorization`); empty without one."""
+    key = headers.get("x-api-key")
+    if key:
+        return key
+    scheme, _space, token = headers.get("authorization", "").partition(" ")
+    return token.strip() or scheme
+
+
 def client_secret(headers: dict[str, str]) -> str | None:
-    """The credential the caller sent (`x-api-key`, or the token of `authorization`), if one worth hiding."""
-    secret = headers.get("x-api-key") or ""
-    if not secret:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        secret = token.strip() if token else scheme
+    """The credential the caller sent, if one long enough to be worth hiding."""
+    secret = credential_of(headers)
     return secret if len(secret) >= _MIN_SECRET else None
 
 

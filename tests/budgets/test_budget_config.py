@@ -26,6 +26,9 @@ SCALARS = st.one_of(
     st.sampled_from(
         [
             "total",
+            "plan:anthropic",
+            "plan:nosuch",
+            "5h",
             "session",
             "role:subagent",
             "role:nobody",
@@ -55,7 +58,7 @@ ACTION = st.dictionaries(
     max_size=4,
 )
 BUDGET = st.dictionaries(
-    st.sampled_from(["name", "scope", "period", "limit_usd", "actions", "limit"]),
+    st.sampled_from(["name", "scope", "period", "limit_usd", "actions", "limit", "window"]),
     st.one_of(SCALARS, st.lists(ACTION, max_size=3), st.lists(SCALARS, max_size=2)),
     max_size=6,
 )
@@ -86,7 +89,10 @@ def test_any_budgets_table_is_loaded_or_refused_naming_the_key(isolated_home: Pa
         assert "'budgets" in exc.message, exc.message
         return
     for budget in loaded.budgets:
-        assert budget.limit_usd > 0 and budget.actions
+        assert budget.actions
+        # A plan: budget counts the plan's window, never dollars; every other one has a positive limit.
+        assert (budget.limit_usd is None) == budget.is_plan
+        assert budget.limit_usd is None or budget.limit_usd > 0
         for action in budget.actions:
             assert (action.effort is not None) == (action.do == "effort")
             assert (action.preset is not None) == (action.do == "preset")
@@ -101,7 +107,11 @@ def test_any_budgets_table_is_loaded_or_refused_naming_the_key(isolated_home: Pa
         ("limit_usd = 0", "budgets.0.limit_usd", "greater than 0"),
         ("limit_usd = 1\nactions = [{ at = 0.5, do = 'effort' }]", "budgets.0.actions.0", "needs effort"),
         ("limit_usd = 1\nactions = [{ at = 1, do = 'block', when = 1 }]", "budgets.0.actions.0.when", "allowed: at"),
-        ("limit_usd = 1\nlimt = 2", "budgets.0.limt", "allowed: actions, limit_usd, name, period, scope"),
+        ("limit_usd = 1\nlimt = 2", "budgets.0.limt", "allowed: actions, limit_usd, name, period, scope, window"),
+        ('scope = "plan:nosuch"', "budgets.0.scope", "unknown plan (known: anthropic, openai)"),
+        ('scope = "plan:anthropic"\nlimit_usd = 1', "budgets.0", "takes no limit_usd"),
+        ('scope = "total"', "budgets.0", "limit_usd is required"),
+        ('scope = "total"\nlimit_usd = 1\nwindow = "5h"', "budgets.0", "'window' goes only with"),
     ],
 )
 def test_a_wrong_budget_is_a_config_error_naming_the_key(isolated_home: Path, text: str, key: str, hint: str) -> None:

@@ -82,6 +82,28 @@ def budget_bars(connection: sqlite3.Connection | None, now: float) -> list[str]:
     return lines
 
 
+def plan_bars(connection: sqlite3.Connection | None, now: float) -> list[str]:
+    """One bar per window of each native plan its answers reported (a window past its reset: stale)."""
+    from switch.ledger.plan_quota import percent, plans, resets_in
+
+    lines = []
+    for plan in plans(connection, now) if connection is not None else []:
+        rejected = " · [red]rejected[/red]" if plan["status"] == "rejected" else ""
+        for window in plan["windows"]:
+            used = float(window.get("utilization") or 0)
+            filled = min(BUDGET_BAR, round(used * BUDGET_BAR))
+            name = f"Plan [b]{plan['provider']}[/b] {window.get('name')}"
+            if window.get("stale"):
+                lines.append(f"{name} [dim]{'░' * BUDGET_BAR} stale: {percent(used)} before its reset[/dim]")
+                continue
+            colour = "red" if used >= 0.9 else "yellow" if used >= 0.7 else "green"
+            lines.append(
+                f"{name} [{colour}]{'█' * filled}[/{colour}]{'░' * (BUDGET_BAR - filled)} {percent(used)} used, "
+                f"{resets_in(window.get('resets_at'), now)}{rejected}"
+            )
+    return lines
+
+
 class OverviewPane(LedgerPane):
     """Totals and breakdowns for the chosen time range."""
 
@@ -125,7 +147,7 @@ class OverviewPane(LedgerPane):
         try:
             connection = self.ledger.get()
             overview = None if connection is None else load_overview(connection, range_key, self.clock())
-            budgets = budget_bars(connection, self.clock())
+            budgets = budget_bars(connection, self.clock()) + plan_bars(connection, self.clock())
         except sqlite3.Error as exc:
             self.post_message(self.ReadFailed(str(exc)))
             return
