@@ -130,6 +130,11 @@ class Server(BaseModel):
     access_token: str | None = None
     shutdown_grace: int = Field(default=5, ge=0)
     """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""
+    websockets: bool = True
+    """Serve the Responses API over a WebSocket on `/v1/responses` (Codex's preferred transport); false answers
+    the upgrade with 426 Upgrade Required, on which Codex falls back to HTTP at once."""
+    websocket_idle_timeout: float = Field(default=300.0, gt=0)
+    """Seconds a Responses WebSocket may sit with no turn running and no message before switch closes it."""
     metrics: bool = True
     """Serve Prometheus metrics at `GET /metrics` (behind the same guard as every endpoint)."""
     fail_open: bool = True

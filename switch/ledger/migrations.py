@@ -206,6 +206,14 @@ MIGRATIONS = (
         """,
     ),
 )
+MIGRATIONS = (
+    *MIGRATIONS,
+    (
+        11,
+        "how the call reached switch: http, or websocket (a Responses turn over Codex's WebSocket)",
+        "ALTER TABLE calls ADD COLUMN transport TEXT;",
+    ),
+)
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"

@@ -94,6 +94,7 @@ class Call(SQLModel, table=True):
     budget_action: str | None = _text(nullable=True)
     request_kind: str | None = _text(nullable=True)
     parent_agent_id: str | None = _text(nullable=True)
+    transport: str | None = _text(nullable=True)
 
 
 CALLS: sa.Table = Call.__table__  # type: ignore[attr-defined]

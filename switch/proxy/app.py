@@ -32,6 +32,7 @@ from switch.proxy.exchange import Exchange, Receive, Scope, Send, new_id, parse_
 from switch.proxy.fail_open import FailOpen
 from switch.proxy.guard import Guard
 from switch.proxy.relay import Relay
+from switch.proxy.responses_ws import ResponsesSocket, refusal_recorder
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.classify import ROLES
 from switch.routing.presets import PresetManager
@@ -51,9 +52,10 @@ class HotRoutes:
     whose wrappers would otherwise sit around every streamed chunk.
     """
 
-    def __init__(self, routes: dict[tuple[str, str], Handler], fallback: Any) -> None:
+    def __init__(self, routes: dict[tuple[str, str], Handler], fallback: Any, upgrades: Any = None) -> None:
         self.routes = routes
         self.fallback = fallback
+        self.upgrades = upgrades
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -66,6 +68,9 @@ class HotRoutes:
                 finally:
                     self.in_flight -= 1
                 return
+        elif scope["type"] == "websocket" and self.upgrades is not None:
+            await self.upgrades(scope, receive, send)
+            return
         await self.fallback(scope, receive, send)
 
 
@@ -305,8 +310,8 @@ def create_app(
         ("POST", "/chat/completions"): relay.chat_completions,
         ("POST", "/responses"): relay.responses_api,
     }
-    app = HotRoutes(hot, starlette_app)
-    return Guard(app, settings.server.access_token)
+    app = HotRoutes(hot, starlette_app, ResponsesSocket(relay))
+    return Guard(app, settings.server.access_token, refusal_recorder(sink))
 
 
 __all__ = ["create_app"]
