@@ -22,6 +22,13 @@ def _port() -> int:
     return daemon.proxy_port(load_settings().server.port)
 
 
+def _websockets() -> bool:
+    """Whether the proxy serves the Responses API over WebSocket (`[server] websockets`)."""
+    from switch.config import load_settings
+
+    return load_settings().server.websockets
+
+
 ACTIONS = {"claude": ("on", "off"), "codex": ("on", "off"), "langchain": ("on", "off", "env")}
 
 
@@ -54,7 +61,7 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                         "base_url in switch's config.toml while wired; `switch claude off` restores both files)."
                     )
             elif harness == "codex":
-                path, profile, migrated = wiring.codex_on(port, summary, _codex_window_keys())
+                path, profile, migrated = wiring.codex_on(port, summary, _codex_window_keys(), _websockets())
                 typer.echo(f"codex: on ({path}: the `switch` provider; {profile}: the `switch` profile).")
                 if migrated:
                     typer.echo(
@@ -443,7 +450,7 @@ def register(app: typer.Typer) -> None:
             command += ["--settings", json.dumps(_claude_launch_settings(port, not no_summary))]
         elif harness == "codex":
             # The user's own `-m` / `-c` come after these in ctx.args, so they win.
-            command += wiring.codex_launch_overrides(port, _codex_window_keys())
+            command += wiring.codex_launch_overrides(port, _codex_window_keys(), _websockets())
             if not no_summary:  # for this launch only; the user's own notify program still runs after it
                 command += ["-c", "notify=" + json.dumps(wiring.codex_notify_argv(wiring.codex_user_notify()))]
         else:

@@ -40,6 +40,7 @@ OFF_MESSAGE = (
     "(POST /v1/responses) instead"
 )
 BUSY_MESSAGE = "a response is already in progress on this connection; wait for it to complete (or send response.cancel)"
+TURN_METADATA = b"x-codex-turn-metadata"
 # Headers of the upgrade request that describe the WebSocket, not the turns sent over it.
 _UPGRADE_HEADERS = frozenset(
     {
@@ -50,6 +51,8 @@ _UPGRADE_HEADERS = frozenset(
         b"sec-websocket-extensions",
         b"sec-websocket-protocol",
         b"content-length",
+        # Per turn, Codex puts it in the body's `client_metadata` instead (the upgrade's says "prewarm").
+        TURN_METADATA,
     }
 )
 
@@ -113,9 +116,10 @@ def _event_type(payload: bytes) -> bytes:
 class _Turn:
     """One `response.create` served on a stand-in HTTP exchange; its answer goes out as messages."""
 
-    def __init__(self, socket: _Socket, body: bytes) -> None:
+    def __init__(self, socket: _Socket, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
         self.socket = socket
         self.body = body
+        self.request_headers = headers
         self.read = False
         self.left = asyncio.Event()
         self.status = 0
@@ -266,7 +270,12 @@ class _Socket:
         if message.get("generate") is False:
             await self.warm_up(body)
             return
-        turn = _Turn(self, orjson.dumps(body))
+        client = body.get("client_metadata")
+        metadata = client.get(TURN_METADATA.decode()) if isinstance(client, dict) else None
+        headers = self.turn_headers
+        if isinstance(metadata, str):
+            headers = [*headers, (TURN_METADATA, metadata.encode("utf-8", "replace"))]
+        turn = _Turn(self, orjson.dumps(body), headers)
         self.turn = turn
         self.task = asyncio.create_task(self.run(turn))
 
@@ -276,7 +285,7 @@ class _Socket:
             "method": "POST",
             "path": self.scope.get("path", "/v1/responses"),
             "query_string": b"",
-            "headers": self.turn_headers,
+            "headers": turn.request_headers,
             "client": self.scope.get("client"),
             "switch.transport": "websocket",
         }
