@@ -211,7 +211,8 @@ MIGRATIONS = (
     (
         11,
         "how the call reached switch: http, or websocket (a Responses turn over Codex's WebSocket)",
-        "ALTER TABLE calls ADD COLUMN transport TEXT;",
+        # Every earlier call came over HTTP: switch served nothing else.
+        "ALTER TABLE calls ADD COLUMN transport TEXT NOT NULL DEFAULT 'http';",
     ),
 )
 LATEST = MIGRATIONS[-1][0]

@@ -160,7 +160,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         5,
         "how each call reached switch: http or websocket (local ledger migration 11)",
-        (f"ALTER TABLE {CALLS_TABLE} ADD COLUMN transport TEXT",),
+        (f"ALTER TABLE {CALLS_TABLE} ADD COLUMN transport TEXT NOT NULL DEFAULT 'http'",),
     ),
 )
 LATEST = MIGRATIONS[-1].version
