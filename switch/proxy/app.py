@@ -279,7 +279,7 @@ def create_app(
             # uvicorn starts this once the grace period is over and it has cancelled the calls still
             # running; they are ending their streams and recording themselves: wait for that.
             deadline = time.monotonic() + LAST_CALLS_S
-            while app.in_flight and time.monotonic() < deadline:
+            while (app.in_flight or upgrades.turns) and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             relay.keys.stop()
             if fail_open is not None:
@@ -310,7 +310,8 @@ def create_app(
         ("POST", "/chat/completions"): relay.chat_completions,
         ("POST", "/responses"): relay.responses_api,
     }
-    app = HotRoutes(hot, starlette_app, ResponsesSocket(relay))
+    upgrades = ResponsesSocket(relay)
+    app = HotRoutes(hot, starlette_app, upgrades)
     return Guard(app, settings.server.access_token, refusal_recorder(sink))
 
 

@@ -290,7 +290,11 @@ class _Socket:
             "switch.transport": "websocket",
         }
         exchange = Exchange(scope, turn.receive, turn.send)
-        await self.endpoint.serve_turn(exchange)
+        self.endpoint.turns += 1
+        try:
+            await self.endpoint.serve_turn(exchange)
+        finally:
+            self.endpoint.turns -= 1
         if turn.cancelled:
             # The relay recorded the turn as cancelled; the client learns its turn is over.
             text = "the response was cancelled by response.cancel"
@@ -323,6 +327,8 @@ class ResponsesSocket:
     def __init__(self, relay: Relay) -> None:
         self.relay = relay
         self.connections = 0
+        self.turns = 0
+        """Turns running now (a stopping proxy waits for their rows, as for HTTP calls)."""
 
     def settings(self) -> Server:
         """The `[server]` settings now (a config reload swaps them)."""
