@@ -155,13 +155,19 @@ def test_errors_are_error_events_and_the_socket_keeps_serving(kimi_proxy: Proxy)
     assert outcomes[:2] == ["rejected", "rejected"] and outcomes[-1] == "completed"
 
 
-def test_a_second_create_while_one_streams_is_refused_and_cancel_ends_the_turn(kimi_proxy: Proxy) -> None:
-    upstream = kimi_proxy.upstream
+def slow_stream_started(proxy: Proxy, ws: ClientConnection) -> FakeChatUpstream:
+    """Script a slow 400-character answer and start a turn on it."""
+    upstream = proxy.upstream
     assert upstream is not None
     chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in chat_chunks(Turn(text="x" * 400), "m", upstream.counter)]
     upstream.script(Reply(200, chunks, delay_between=0.2))
+    ws.send(orjson.dumps({"type": "response.create", **create(input="long")}).decode())
+    return upstream
+
+
+def test_a_second_create_while_one_streams_is_refused_and_cancel_ends_the_turn(kimi_proxy: Proxy) -> None:
     with socket(kimi_proxy) as ws:
-        ws.send(orjson.dumps({"type": "response.create", **create(input="long")}).decode())
+        upstream = slow_stream_started(kimi_proxy, ws)
         assert receive(ws)["type"] == "response.created"
         ws.send(orjson.dumps({"type": "response.create", **create(input="again")}).decode())
         while (event := receive(ws))["type"] != "error":
@@ -178,12 +184,8 @@ def test_a_second_create_while_one_streams_is_refused_and_cancel_ends_the_turn(k
 
 
 def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_call(kimi_proxy: Proxy) -> None:
-    upstream = kimi_proxy.upstream
-    assert upstream is not None
-    chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in chat_chunks(Turn(text="y" * 400), "m", upstream.counter)]
-    upstream.script(Reply(200, chunks, delay_between=0.2))
     with socket(kimi_proxy) as ws:
-        ws.send(orjson.dumps({"type": "response.create", **create(input="long")}).decode())
+        upstream = slow_stream_started(kimi_proxy, ws)
         while receive(ws)["type"] != "response.output_text.delta":
             pass
     wait_until(lambda: upstream.disconnects == 1, what="the upstream call to be cancelled")
