@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from websockets.exceptions import InvalidState
 
 from switch.proxy.adapters import RESPONSES_INBOUND
 from switch.proxy.exchange import Exchange, Message, Receive, Scope, Send, new_id
@@ -183,6 +184,7 @@ class _Socket:
         self.scope = scope
         self.receive = receive
         self.send = send
+        self.direct = _sansio_protocol(send)
         self.closed = False
         self.turn: _Turn | None = None
         self.task: asyncio.Task[None] | None = None
@@ -191,8 +193,24 @@ class _Socket:
         self.turn_headers = headers
 
     async def send_text(self, payload: bytes) -> None:
-        if not self.closed:
-            await self.send({"type": "websocket.send", "text": payload.decode("utf-8", "replace")})
+        if self.closed:
+            return
+        direct = self.direct
+        if direct is not None and payload.isascii():
+            # What uvicorn's `send` does for a text message, without a message dict, a decode and an encode
+            # per event (a turn is a hundred events or more): wait while the client's buffer is full, frame it.
+            if not direct.writable.is_set():
+                await direct.writable.wait()
+            if direct.close_sent or direct.transport.is_closing():
+                return
+            try:
+                direct.conn.send_text(payload)
+            except InvalidState:  # the client's close frame arrived: the disconnect follows
+                return
+            direct.transport.write(b"".join(direct.conn.data_to_send()))
+            return
+        # Text frames must be UTF-8: bytes passed through from an upstream are made so.
+        await self.send({"type": "websocket.send", "text": payload.decode("utf-8", "replace")})
 
     async def close(self, code: int, reason: str) -> None:
         if not self.closed:
@@ -365,6 +383,19 @@ class ResponsesSocket:
             log.exception("switch failed serving a Responses WebSocket")
         finally:
             self.connections -= 1
+
+
+_SANSIO = "uvicorn.protocols.websockets.websockets_sansio_impl"
+# uvicorn's WebSocketsSansIOProtocol fields used to write frames (pyproject pins uvicorn to versions that have them).
+_SANSIO_FIELDS = ("conn", "transport", "writable", "close_sent")
+
+
+def _sansio_protocol(send: Send) -> Any:
+    """uvicorn's sans-I/O WebSocket protocol behind `send`, when frames may be written to it directly; else None."""
+    protocol = getattr(send, "__self__", None)
+    if protocol is None or type(protocol).__module__ != _SANSIO:
+        return None
+    return protocol if all(hasattr(protocol, name) for name in _SANSIO_FIELDS) else None
 
 
 def _error_body(message: str, code: str | None = None) -> bytes:

@@ -4,6 +4,7 @@ does, events come back one message each, errors as `error` events, and upgrades 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -271,9 +272,9 @@ JSON_VALUES = st.recursive(
 BODY_KEYS = st.sampled_from(["model", "input", "instructions", "tools", "previous_response_id", "generate", "stream"])
 MESSAGES = st.one_of(
     st.text(max_size=60),
-    JSON_VALUES.map(lambda value: orjson.dumps(value).decode()),
+    JSON_VALUES.map(json.dumps),  # json, not orjson: integers past 64 bits and infinities too
     st.builds(
-        lambda kind, body: orjson.dumps({"type": kind, **body}).decode(),
+        lambda kind, body: json.dumps({"type": kind, **body}),
         MESSAGE_KINDS,
         st.dictionaries(BODY_KEYS, JSON_VALUES, max_size=5),
     ),
