@@ -299,3 +299,36 @@ def test_malformed_messages_get_a_protocol_error_never_a_crash(
             if event["type"] == "error":
                 assert isinstance(event["status"], int) and event["error"]["message"]
     assert not [r for r in caplog.records if r.name.startswith("switch") and r.levelno >= logging.ERROR]
+
+
+SSE_EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["response.created", "response.output_text.delta", "response.completed", None, "ping"]),
+        JSON_VALUES.map(lambda value: json.dumps(value, separators=(",", ":"))),
+    ),
+    max_size=8,
+)
+
+
+@given(events=SSE_EVENTS, cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=6))
+def test_the_sse_splitter_yields_each_event_payload_whatever_the_chunking(
+    events: list[tuple[str | None, str]], cuts: list[int]
+) -> None:
+    from switch.proxy.responses_ws import _SseToMessages
+
+    stream = b""
+    wanted = []
+    for name, data in events:
+        if name == "ping":
+            stream += b": ping\n\n"  # a comment: no message
+            continue
+        stream += ((f"event: {name}\n" if name else "") + f"data: {data}\n\n").encode()
+        wanted.append(data.encode())
+    splitter = _SseToMessages()
+    got: list[bytes] = []
+    previous = 0
+    for cut in sorted({min(cut, len(stream)) for cut in cuts} | {len(stream)}):
+        got += splitter.feed(stream[previous:cut])
+        previous = cut
+    assert got == wanted and splitter.pending == b""
+    assert splitter.terminal == any(name == "response.completed" for name, _data in events)
