@@ -272,6 +272,9 @@ def register(app: typer.Typer) -> None:
             # A Responses WebSocket message is a request body: the same cap, plus room for the envelope, so
             # the endpoint's own check (a close naming the limit) sees what is just over it.
             ws_max_size=settings.server.max_body_bytes + WS_ENVELOPE_BYTES,
+            # Codex offers permessage-deflate; on loopback compressing each of a turn's hundred-odd events costs
+            # CPU and saves nothing, so the extension is declined (Codex works without it).
+            ws_per_message_deflate=False,
         )
         server = uvicorn.Server(config)
         # The socket already listens: connections from here on wait in its backlog until uvicorn serves them.
