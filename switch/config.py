@@ -145,6 +145,11 @@ class Server(BaseModel):
     """Client connections open at once; beyond it the oldest idle one is closed, or the new one if none is idle."""
     max_buffered_body_bytes: int = Field(default=128 * 1024 * 1024, ge=1024, le=1 << 34, strict=True)
     """Request bytes all calls may hold at once; a call beyond it gets a 503 with retry-after."""
+    websockets: bool = True
+    """Serve the Responses API over a WebSocket on `/v1/responses` (Codex's preferred transport); false answers
+    the upgrade with 426 Upgrade Required, on which Codex falls back to HTTP at once."""
+    websocket_idle_timeout: float = Field(default=300.0, gt=0, le=86400, allow_inf_nan=False)
+    """Seconds a Responses WebSocket may sit with no turn running and no message before switch closes it."""
     metrics: bool = True
     """Serve Prometheus metrics at `GET /metrics` (behind the same guard as every endpoint)."""
     fail_open: bool = True

@@ -113,6 +113,7 @@ def seeded_rows(
             "budget_action": None,
             "request_kind": None,
             "parent_agent_id": None,
+            "transport": "websocket" if index % 5 == 0 else "http",
         }
         rows.append(tuple(values[column] for column in COLUMNS))
     return rows

@@ -25,6 +25,7 @@ from switch.checks.presets import (
 )
 from switch.checks.probes import probe_native, probe_targets
 from switch.checks.service import service_check
+from switch.checks.websocket import websocket_check
 from switch.checks.wiring import codex_login_check, window_checks, wiring_checks
 
 
@@ -335,6 +336,9 @@ def diagnose(probe: bool = False) -> list[Check]:
     if service is not None:
         results.append(service)
     results.extend(wiring_checks(state))
+    upgrade = websocket_check(settings, state)
+    if upgrade is not None:
+        results.append(upgrade)
     if preset is not None and wiring.state("codex") != "off":
         from switch.routing.classify import ROLES
 

@@ -16,6 +16,13 @@ def proxy_port() -> int:
     return daemon.proxy_port(load_settings().server.port)
 
 
+def websockets_on() -> bool:
+    """Whether the proxy serves the Responses API over WebSocket (`[server] websockets`)."""
+    from switch.config import load_settings
+
+    return load_settings().server.websockets
+
+
 ACTIONS = {"claude": ("on", "off"), "codex": ("on", "off"), "langchain": ("on", "off", "env")}
 
 
@@ -48,7 +55,7 @@ def _toggle(harness: str, action: str, summary: bool = True) -> None:
                         "base_url in switch's config.toml while wired; `switch claude off` restores both files)."
                     )
             elif harness == "codex":
-                path, profile, migrated = wiring.codex_on(port, summary, codex_window_keys())
+                path, profile, migrated = wiring.codex_on(port, summary, codex_window_keys(), websockets_on())
                 typer.echo(f"codex: on ({path}: the `switch` provider; {profile}: the `switch` profile).")
                 if migrated:
                     typer.echo(

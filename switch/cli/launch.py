@@ -9,7 +9,7 @@ import subprocess
 
 import typer
 
-from switch.cli.harness import claude_launch_settings, codex_window_keys, proxy_port
+from switch.cli.harness import claude_launch_settings, codex_window_keys, proxy_port, websockets_on
 
 
 def register(app: typer.Typer) -> None:
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
             command += ["--settings", json.dumps(claude_launch_settings(port, not no_summary))]
         elif harness == "codex":
             # The user's own `-m` / `-c` come after these in ctx.args, so they win.
-            command += wiring.codex_launch_overrides(port, codex_window_keys())
+            command += wiring.codex_launch_overrides(port, codex_window_keys(), websockets_on())
             if not no_summary:  # for this launch only; the user's own notify program still runs after it
                 command += ["-c", "notify=" + json.dumps(wiring.codex_notify_argv(wiring.codex_user_notify()))]
         else:

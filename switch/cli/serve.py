@@ -11,6 +11,9 @@ from typing import Any
 
 import typer
 
+WS_ENVELOPE_BYTES = 64 * 1024
+"""Allowance over `[server] max_body_bytes` for one WebSocket message (its `type` and framing)."""
+
 
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -280,6 +283,12 @@ def register(app: typer.Typer) -> None:
             timeout_graceful_shutdown=settings.server.shutdown_grace,
             proxy_headers=False,
             server_header=False,
+            # A Responses WebSocket message is a request body: the same cap, plus room for the envelope, so
+            # the endpoint's own check (a close naming the limit) sees what is just over it.
+            ws_max_size=settings.server.max_body_bytes + WS_ENVELOPE_BYTES,
+            # Codex offers permessage-deflate; on loopback compressing each of a turn's hundred-odd events costs
+            # CPU and saves nothing, so the extension is declined (Codex works without it).
+            ws_per_message_deflate=False,
         )
         server = uvicorn.Server(config)
         # The socket already listens: connections from here on wait in its backlog until uvicorn serves them.

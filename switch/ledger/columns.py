@@ -47,6 +47,7 @@ COLUMNS: tuple[str, ...] = (
     "budget_action",
     "request_kind",
     "parent_agent_id",
+    "transport",
 )
 """Every column the writer fills, in the class's order (the database assigns the id)."""
 COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
@@ -140,6 +141,7 @@ COLUMN_KINDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "budget_action": ((str,), False),
     "request_kind": ((str,), False),
     "parent_agent_id": ((str,), False),
+    "transport": ((str,), True),
 }
 """What each column accepts and whether it is required: checks rows read back from outside."""
 INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"

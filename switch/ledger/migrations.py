@@ -223,6 +223,15 @@ MIGRATIONS = (
         """,
     ),
 )
+MIGRATIONS = (
+    *MIGRATIONS,
+    (
+        11,
+        "how the call reached switch: http, or websocket (a Responses turn over Codex's WebSocket)",
+        # Every earlier call came over HTTP: switch served nothing else.
+        "ALTER TABLE calls ADD COLUMN transport TEXT NOT NULL DEFAULT 'http';",
+    ),
+)
 LATEST = MIGRATIONS[-1][0]
 _VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"

@@ -60,6 +60,8 @@ class CallRecord:
     parent_agent_id: str | None = None
     # The in-flight estimate this attempt held against its budgets (0: none), released once it is priced.
     budget_hold: int = 0
+    # How the call reached switch: "http", or "websocket" (a Responses turn over one WebSocket per session).
+    transport: str = "http"
 
 
 WRITER_COLUMNS = frozenset(

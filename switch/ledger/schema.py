@@ -20,7 +20,9 @@ _REAL: sa.types.TypeEngine[float] = sa.Double[float]().with_variant(sa.REAL(), "
 _BOOLEAN = sa.Boolean().with_variant(sa.Integer(), "sqlite")
 
 
-def _text(nullable: bool = False) -> Any:
+def _text(nullable: bool = False, default: str | None = None) -> Any:
+    if default is not None:
+        return Field(default=default, sa_type=sa.Text, sa_column_kwargs={"server_default": default})
     return Field(default=None, sa_type=sa.Text) if nullable else Field(sa_type=sa.Text)
 
 
@@ -94,6 +96,7 @@ class Call(SQLModel, table=True):
     budget_action: str | None = _text(nullable=True)
     request_kind: str | None = _text(nullable=True)
     parent_agent_id: str | None = _text(nullable=True)
+    transport: str = _text(default="http")
 
 
 CALLS: sa.Table = Call.__table__  # type: ignore[attr-defined]

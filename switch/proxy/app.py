@@ -29,6 +29,7 @@ from switch.proxy.guard import Guard
 from switch.proxy.health import Health
 from switch.proxy.lifespan import collect_cycles, lifespan, watch_files
 from switch.proxy.relay import Relay
+from switch.proxy.responses_ws import ResponsesSocket, refusal_recorder
 from switch.proxy.upstream import UpstreamPool
 from switch.routing.presets import Preset, PresetManager
 
@@ -124,13 +125,16 @@ def create_app(
         collect_cycles,
     ]
     hot = HotRoutes(
-        model_routes(relay, count_tokens_handler(settings)), None, BodyBudget(settings.server.max_buffered_body_bytes)
+        model_routes(relay, count_tokens_handler(settings)),
+        None,
+        BodyBudget(settings.server.max_buffered_body_bytes),
+        ResponsesSocket(relay),
     )
     starlette_app = Starlette(routes=routes, lifespan=lifespan(relay, sink, fail_open, tasks, hot))
     starlette_app.state.relay = relay
     starlette_app.state.presets = presets
     hot.fallback = starlette_app  # everything that is not a model call
-    return Guard(hot, settings.server.access_token)
+    return Guard(hot, settings.server.access_token, refusal_recorder(sink))
 
 
 __all__ = ["create_app"]

@@ -39,11 +39,20 @@ class HotRoutes:
     whose wrappers would otherwise sit around every streamed chunk.
     """
 
-    def __init__(self, routes: dict[tuple[str, str], Handler], fallback: Any, budget: BodyBudget) -> None:
+    def __init__(
+        self, routes: dict[tuple[str, str], Handler], fallback: Any, budget: BodyBudget, upgrades: Any = None
+    ) -> None:
         self.routes = routes
         self.fallback = fallback
         self.in_flight = 0
         self.budget = budget
+        self.upgrades = upgrades
+        """Where WebSocket scopes go (the Responses socket); None refuses them through the fallback."""
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call or a WebSocket turn is still running."""
+        return bool(self.in_flight or (self.upgrades is not None and self.upgrades.turns))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -58,6 +67,9 @@ class HotRoutes:
                     self.in_flight -= 1
                     self.budget.give_back(exchange.held)
                 return
+        elif scope["type"] == "websocket" and self.upgrades is not None:
+            await self.upgrades(scope, receive, send)
+            return
         await self.fallback(scope, receive, send)
 
 

@@ -10,12 +10,14 @@ cannot send a header it does not know.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from switch.proxy.exchange import Receive, Scope, Send
 
+RefusalRecorder = Callable[[Scope, int, str], None]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
@@ -28,14 +30,33 @@ def _host_name(host: str) -> str:
 class Guard:
     """ASGI middleware applying the checks above before any endpoint runs."""
 
-    def __init__(self, app: Any, access_token: str | None = None) -> None:
+    def __init__(
+        self, app: Any, access_token: str | None = None, on_refused_upgrade: RefusalRecorder | None = None
+    ) -> None:
         self.app = app
         self.access_token = access_token or None
+        # Records a refused WebSocket upgrade in the ledger (an HTTP refusal is the caller's to see, and
+        # costs nothing; an upgrade Codex retries would otherwise leave no trace of why it fell back).
+        self.on_refused_upgrade = on_refused_upgrade
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        kind = scope["type"]
+        if kind != "http" and kind != "websocket":
             await self.app(scope, receive, send)
             return
+        refusal = self.refusal(scope)
+        if refusal is None:
+            await self.app(scope, receive, send)
+        elif kind == "http":
+            await _refuse(send, *refusal)
+        else:
+            await receive()  # websocket.connect
+            await refuse_upgrade(scope, send, refusal[0], _body(*refusal))
+            if self.on_refused_upgrade is not None:
+                self.on_refused_upgrade(scope, *refusal)
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """The status and reason to refuse this request (or upgrade) with; None when it may proceed."""
         host = ""
         origin = None
         token = None
@@ -47,20 +68,17 @@ class Guard:
             elif name == b"x-switch-token":
                 token = value.decode("latin-1")
         if origin is not None:
-            await _refuse(send, 403, "browser requests (with an Origin header) are not accepted")
-            return
+            return 403, "browser requests (with an Origin header) are not accepted"
         if self.access_token is None:
             if _host_name(host.lower()) not in LOOPBACK_HOSTS:
-                await _refuse(send, 403, "requests must address the proxy by a loopback host name")
-                return
+                return 403, "requests must address the proxy by a loopback host name"
         elif token is None or not hmac.compare_digest(token.encode("latin-1"), self.access_token.encode()):
-            await _refuse(send, 401, "missing or wrong x-switch-token")
-            return
-        await self.app(scope, receive, send)
+            return 401, "missing or wrong x-switch-token"
+        return None
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
-    body = orjson.dumps(
+def _body(status: int, message: str) -> bytes:
+    return orjson.dumps(
         {
             "type": "error",
             "error": {
@@ -69,6 +87,10 @@ async def _refuse(send: Send, status: int, message: str) -> None:
             },
         }
     )
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body = _body(status, message)
     await send(
         {
             "type": "http.response.start",
@@ -77,3 +99,15 @@ async def _refuse(send: Send, status: int, message: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def refuse_upgrade(scope: Scope, send: Send, status: int, body: bytes) -> None:
+    """Answer a WebSocket upgrade with a plain HTTP response the client can read (ASGI's
+    `websocket.http.response` extension), or with a close where the server lacks it."""
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:
+        # 1008: policy violation (RFC 6455 §7.4.1); uvicorn turns a close before accept into a 403.
+        await send({"type": "websocket.close", "code": 1008})

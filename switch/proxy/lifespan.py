@@ -88,7 +88,7 @@ def lifespan(
             # uvicorn starts this once the grace period is over and it has cancelled the calls still
             # running; they are ending their streams and recording themselves: wait for that.
             deadline = time.monotonic() + LAST_CALLS_S
-            while calls.in_flight and time.monotonic() < deadline:
+            while calls.busy and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             relay.keys.stop()
             if fail_open is not None:

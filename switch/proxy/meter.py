@@ -103,5 +103,6 @@ class Meter:
             request_kind=self.request_kind,
             parent_agent_id=self.parent_agent_id,
             budget_hold=self.budget_hold,
+            transport=exchange.scope.get("switch.transport", "http"),
         )
         self.sink.submit(record)

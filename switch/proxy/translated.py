@@ -34,7 +34,7 @@ from switch.protocols.ir import (
 )
 from switch.protocols.sse import SseDecoder
 from switch.protocols.tools import CustomCallUnwrapper, ToolIndex, unwrap_response
-from switch.proxy.exchange import new_id
+from switch.proxy.exchange import Scope, new_id
 from switch.proxy.failures import (
     RESPONSE_ERRORS,
     SHUTTING_DOWN,
@@ -171,7 +171,7 @@ class TranslatedPath:
         response_id = new_id(inbound.id_prefix)
         await exchange.respond(200, scrub_bytes(inbound.response_body(result, request, response_id), key), headers)
         if inbound.stores_responses:
-            self._store_response(request, response_id, result.parts)
+            self._store_response(request, response_id, result.parts, exchange.scope)
         meter.finish("completed")
         return None
 
@@ -191,7 +191,7 @@ class TranslatedPath:
         encoder = inbound.new_encoder(request, max(1, len(exchange.body) // 4), response_id)
         sink: StreamSink = encoder
         history: ResponseCollector | None = None
-        if inbound.stores_responses and request.provider_data.get("store") is not False:
+        if inbound.stores_responses and _kept(request, exchange.scope):
             # Only for callers that want the answer kept: the others pay nothing per event.
             history = ResponseCollector()
             sink = _Both(encoder, history)
@@ -278,7 +278,9 @@ class TranslatedPath:
             meter.estimate_usage(encoder.emitted_chars)
         meter.stop_reason = encoder.stop_reason
         if history is not None and outcome == "completed":
-            self._store_response(request, response_id, _as_called(history.response("", "").parts, index))
+            self._store_response(
+                request, response_id, _as_called(history.response("", "").parts, index), exchange.scope
+            )
         meter.finish(outcome)
 
     def _remember_reasoning(self, response: Response) -> None:
@@ -289,10 +291,16 @@ class TranslatedPath:
             if isinstance(part, ToolCallPart):
                 self.reasoning.put(part.call_id, reasoning)
 
-    def _store_response(self, request: Request, response_id: str, parts: Sequence[Part]) -> None:
-        if request.provider_data.get("store") is False:
+    def _store_response(self, request: Request, response_id: str, parts: Sequence[Part], scope: Scope) -> None:
+        if not _kept(request, scope):
             return
         self.responses.put(response_id, (*request.messages, Message("assistant", tuple(parts))))
+
+
+def _kept(request: Request, scope: Scope) -> bool:
+    """Whether a Responses answer is kept for `previous_response_id`. Over a WebSocket even a `store: false`
+    one is, as OpenAI keeps it for the connection: Codex sends each later turn as new items after it."""
+    return request.provider_data.get("store") is not False or scope.get("switch.transport") == "websocket"
 
 
 class _Both:

@@ -157,6 +157,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             f"ALTER TABLE {CALLS_TABLE} ADD COLUMN parent_agent_id TEXT",
         ),
     ),
+    Migration(
+        5,
+        "how each call reached switch: http or websocket (local ledger migration 11)",
+        (f"ALTER TABLE {CALLS_TABLE} ADD COLUMN transport TEXT NOT NULL DEFAULT 'http'",),
+    ),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -45,20 +45,24 @@ def codex_profile_path() -> Path:
     return codex_home() / f"{PROFILE}.config.toml"
 
 
-def codex_tables(port: int) -> dict[tuple[str, ...], dict[str, Any]]:
+def codex_tables(port: int, websockets: bool = False) -> dict[tuple[str, ...], dict[str, Any]]:
     """The provider table in config.toml that sends the `switch` profile's calls through the proxy.
 
     `requires_openai_auth` makes Codex send its own login's bearer token (without it, and without an
     `env_key`, Codex sends no Authorization at all); switch forwards it only on the native OpenAI route.
+    With `websockets` (the proxy's `[server] websockets`), `supports_websockets` makes Codex 0.171 open one
+    Responses WebSocket per session (its `responses_websockets` features are on by default); without it
+    Codex posts each turn over HTTP.
     """
-    return {
-        ("model_providers", PROFILE): {
-            "name": "switch",
-            "base_url": proxy_url(port) + "/v1",
-            "wire_api": "responses",
-            "requires_openai_auth": True,
-        }
+    table: dict[str, Any] = {
+        "name": "switch",
+        "base_url": proxy_url(port) + "/v1",
+        "wire_api": "responses",
+        "requires_openai_auth": True,
     }
+    if websockets:
+        table["supports_websockets"] = True
+    return {("model_providers", PROFILE): table}
 
 
 def codex_profile_keys(
@@ -73,15 +77,16 @@ def codex_profile_keys(
     return keys
 
 
-def codex_launch_overrides(port: int, window_keys: dict[str, int] | None = None) -> list[str]:
+def codex_launch_overrides(port: int, window_keys: dict[str, int] | None = None, websockets: bool = False) -> list[str]:
     """`-c` arguments giving one Codex launch exactly the provider and profile keys of the `switch` profile
-    (with `window_keys`, the served model's window: `switch.wiring.windows.codex_window_keys`).
+    (with `window_keys`, the served model's window: `switch.wiring.windows.codex_window_keys`; `websockets`:
+    as in `codex_tables`).
 
     The profile's model matters, not only its provider: Codex picks the tools it offers by model, and its
     default model offers a JavaScript "code mode" tool that other providers' models handle badly.
     """
     arguments: list[str] = []
-    for path, table in codex_tables(port).items():
+    for path, table in codex_tables(port, websockets).items():
         for key, value in table.items():
             # JSON strings, booleans and string arrays are valid TOML values.
             arguments += ["-c", f"{'.'.join(path)}.{key}={json.dumps(value)}"]
@@ -125,7 +130,9 @@ def legacy_profile(document: Any) -> list[str]:
     return found
 
 
-def codex_on(port: int, notify: bool = True, window_keys: dict[str, int] | None = None) -> tuple[Path, Path, list[str]]:
+def codex_on(
+    port: int, notify: bool = True, window_keys: dict[str, int] | None = None, websockets: bool = False
+) -> tuple[Path, Path, list[str]]:
     """Write the `switch` provider into config.toml and the profile (with switch's per-turn summary unless
     told not to) into switch.config.toml, migrating what Codex refuses; idempotent. Returns both files and
     what was migrated out of config.toml; `window_keys` tell Codex the served model's window.
@@ -153,7 +160,7 @@ def codex_on(port: int, notify: bool = True, window_keys: dict[str, int] | None 
     # The profile file first: a failure there leaves config.toml as it was.
     keys = codex_profile_keys(notify=summary, extra={**carried, **PROFILE_EXTRA_KEYS, **(window_keys or {})})
     profile_path, _kept = toml_on(PROFILE_RECORD, profile_file, {}, keys)
-    path, _ = toml_on("codex", config, codex_tables(port), {}, remove)
+    path, _ = toml_on("codex", config, codex_tables(port, websockets), {}, remove)
     return path, profile_path, migrated
 
 

@@ -222,6 +222,7 @@ def test_codex_on_writes_the_provider_in_config_and_the_profile_in_its_own_file(
         "base_url": "http://127.0.0.1:8742/v1",
         "wire_api": "responses",
         "requires_openai_auth": True,  # Codex sends its login's bearer token, for the native route
+        "supports_websockets": True,  # [server] websockets is on by default: one Responses WebSocket per session
     }
     assert profile["model_provider"] == "switch" and profile["model"] == "gpt-5.5"
     assert "switch.config.toml" in output and "codex --profile switch" in output

@@ -80,7 +80,9 @@ def test_migrations_from_empty_and_from_every_earlier_version(tmp_path: Path) ->
         columns = [row[1] for row in connection.execute("PRAGMA table_info(calls)")]
         assert set(columns) == {"id", *COLUMNS} == set(Call.model_fields)
         connection.close()
-    assert [number for number, _, _ in MIGRATIONS] == list(range(1, LATEST + 1))
+    # Increasing and unique; a reserved number may leave a gap until the branches that hold the others merge.
+    numbers = [number for number, _, _ in MIGRATIONS]
+    assert numbers == sorted(set(numbers)) and numbers[0] == 1 and numbers[-1] == LATEST
 
 
 def test_spend_from_rollup_matches_a_full_scan(tmp_path: Path) -> None:

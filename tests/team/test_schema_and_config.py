@@ -15,7 +15,7 @@ from switch.config import load_settings
 from switch.errors import ConfigError
 from switch.ledger.columns import COLUMNS
 from switch.team import local
-from switch.team.migrations import LATEST, current_version, migrate
+from switch.team.migrations import LATEST, MIGRATIONS, current_version, migrate
 from switch.team.server import TeamServerError
 from switch.team.shipper import Shipper
 from tests.ledger_seed import seeded_rows
@@ -183,7 +183,8 @@ def test_the_password_stored_with_keys_set_team_is_used(
     assert PASSWORD not in stored.stdout + stored.stderr
     done = run_switch("team", "init", "--yes", env=env)
     assert done.returncode == 0, done.stderr
-    assert f"applied {LATEST} migration(s)" in done.stdout
+    # Counted, not LATEST: reserved migration numbers can leave gaps until the lead renumbers them.
+    assert f"applied {len(MIGRATIONS)} migration(s)" in done.stdout
 
 
 # The texts of the migrations that have shipped, as digests: a shipped migration never changes, because a
@@ -192,6 +193,7 @@ SHIPPED_MIGRATION_DIGESTS = {
     1: "69191f8bbf7e10bd22d210c99125d76093ccb2ddaa4fad8b921f7e7f3b819220",
     2: "8e2a5cc2775af2688cded3b3e0eeadc3328becfd7b7b8b55794f4ae31bfe798d",
     3: "dc5f29e5a706f454728ef5914377560ec5c2c4b1f6e9f870892283cc769276fd",
+    5: "cbb4961c283f696e34a6034ed78f20420649131fc2be8730df4292962e967c76",
 }
 
 
