@@ -159,9 +159,9 @@ class Exchange:
                 return
             # What uvicorn's `send` does for a chunk, without its per-message checks: wait while the
             # client's socket buffer is full, drop the bytes once the client has gone.
-            if cycle.write_paused and not cycle.gone:
+            if not cycle.try_write(data):
                 await cycle.drain()
-            cycle.write_chunk(data)
+                cycle.write_chunk(data)
 
     def watch_client(self, task: asyncio.Task[Any]) -> Callable[[], None]:
         """Cancel `task` if the client leaves before the returned function is called.

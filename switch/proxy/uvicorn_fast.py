@@ -53,6 +53,16 @@ class HttptoolsCycle:
         """Wait until the client's socket buffer has room."""
         await self.cycle.flow.drain()
 
+    def try_write(self, data: bytes) -> bool:
+        """Write one chunk unless the client's socket buffer is full: False then, and the caller awaits `drain`."""
+        cycle = self.cycle
+        # Inline, not through the properties above: this runs once per streamed chunk.
+        if cycle.flow.write_paused and not cycle.disconnected:
+            return False
+        if not cycle.disconnected and not cycle.response_complete:
+            cycle.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+        return True
+
     def write_chunk(self, data: bytes) -> None:
         """Write one chunk of a chunked body; dropped once the client has gone or the response ended."""
         cycle = self.cycle
