@@ -166,8 +166,8 @@ class SseDecoder:
         if name == b"data":
             self._data.append(value)
             self._has_data = True
-            self._data_size += len(value)
-            if self._data_size > self.limit:
+            self._data_size += len(value) + 1  # with the newline that joins it to the next line
+            if self._data_size - 1 > self.limit:
                 self._too_long()
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")

@@ -38,7 +38,7 @@ from tests.fake_upstream import (
 )
 from tests.faults.test_upstream_faults import PATHS, assert_error_shape, assert_stream_well_formed, body_for
 from tests.faults.test_upstream_fuzz import assert_client_stream
-from tests.servers import free_port, serve, serve_process, wait_until
+from tests.servers import free_port, serve, serve_process
 
 UPSTREAM_KEYS = {
     "openai-chat": "sk-fake-chat-key",
@@ -192,7 +192,7 @@ def test_trickled_headers_are_cut_off_at_the_ttft_deadline_and_fall_back(raw_fir
     backup.script(Turn(text="from the backup"))
     started = time.monotonic()
     response = ask_anthropic(raw_first)
-    raw_first.extra["fallback_seconds"] = time.monotonic() - started
+    print(f"fell back after {time.monotonic() - started:.2f} s")  # the figure, for the note
     assert response.status_code == 200 and "from the backup" in response.text
     first, second = raw_first.sink.wait(2)
     assert first.outcome == "transport_error" and "status line and headers in time" in (first.error or "")
@@ -208,7 +208,8 @@ def test_oversized_headers_are_refused_after_the_cap_and_fall_back(raw_first: Pr
     first, second = raw_first.sink.wait(2)
     assert f"more than {MAX_HEAD_BYTES} bytes of status line and headers" in (first.error or "")
     assert second.fallback_trigger == "connect"
-    wait_until(lambda: raw.sent < (32 << 20), what="the raw upstream to stop")
+    print(f"the hostile upstream got {raw.sent} bytes into the socket")  # the figure, for the note
+    assert raw.sent < (32 << 20)  # cut off long before the whole flood
 
 
 def test_oversized_headers_without_a_fallback_are_a_502_in_the_callers_format(
@@ -376,6 +377,8 @@ def test_any_hostile_stream_ends_in_the_callers_format_without_the_key(kimi_prox
     def check(inbound_api: str, lines: list[bytes], split: int) -> None:
         nonlocal calls
         data = b"".join(lines)
+        # At most ~200 reads: a fake sending a long stream a byte at a time would starve its next answer.
+        split = max(split, len(data) // 200)
         fake.script(Reply(200, [data[i : i + split] for i in range(0, len(data), split)]))
         response = httpx.post(kimi_proxy.url + PATHS[inbound_api], json=body_for(inbound_api, True), timeout=30)
         calls += 1
