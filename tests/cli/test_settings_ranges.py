@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switch.config import ModelSettings, Routing, Server, load_config, load_settings
+from switch.config import PRICE_FIELDS, ModelSettings, Routing, Server, load_config, load_settings
 from switch.errors import ConfigError, PresetError
 from switch.proxy.config_follower import ConfigFollower
 from switch.routing.presets import load_preset
@@ -39,6 +39,7 @@ NUMERIC_KEYS = (
     [("server", name) for name in _numeric_fields(Server)]
     + [("routing", name) for name in _numeric_fields(Routing)]
     + [('models."baseten/some-model"', name) for name in _numeric_fields(ModelSettings)]
+    + [('prices."baseten/some-model"', name) for name in PRICE_FIELDS]
 )
 
 BROKEN = [
@@ -112,11 +113,13 @@ def test_any_numeric_value_is_a_usable_setting_or_one_clear_error(
         number = getattr(loaded.server, name)
     elif table == "routing":
         number = getattr(loaded.routing, name)
+    elif table.startswith("prices"):
+        number = loaded.prices["baseten/some-model"][name]
     else:
         number = getattr(loaded.models["baseten/some-model"], name)
     assert isinstance(number, int | float) and not isinstance(number, bool)
     assert math.isfinite(number) and number >= 0
-    assert number > 0 or name == "shutdown_grace"
+    assert number > 0 or name in ("shutdown_grace", *PRICE_FIELDS)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
