@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 
 from switch.ledger.limits import LimitTable
 from switch.ledger.litellm_table import EntryIndex, shared_index
+from switch.ledger.pricer import Pricer
 from switch.ledger.pricing import PriceTable, litellm_table_path
+from switch.ledger.recorder import Recorder
+from tests.servers import wait_until
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
 _VALUES = st.recursive(
@@ -113,3 +116,16 @@ def test_prices_and_limits_do_not_hold_litellms_table() -> None:
     finally:
         tracemalloc.stop()
     assert held < 1.5 * 2**20, f"{held / 2**20:.1f} MB held"
+
+
+def test_the_writer_indexes_the_price_table_at_start_before_any_call(tmp_path: Path) -> None:
+    # Built at start, the index is not built in the first batch mid-traffic, nor on the event loop for the
+    # first call's context window (the limits share it).
+    pricer = Pricer(baseline_anthropic="claude-sonnet-4-5", baseline_openai="gpt-5")
+    recorder = Recorder(pricer, database=tmp_path / "ledger.db", spill=tmp_path / "ledger.spill.jsonl")
+    recorder.start()
+    try:
+        wait_until(lambda: pricer._table is not None, what="the price table loaded with no call made")
+    finally:
+        recorder.close()
+    assert recorder.written == 0
