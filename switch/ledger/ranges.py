@@ -7,9 +7,11 @@ same way and say "low <= column < high" the same way, differing only in the para
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # the status line imports this module (through queries): keep `typing` off its path
+if TYPE_CHECKING:
+    from typing import Any
 
-Bounds = tuple[float | None, float | None]
+    Bounds = tuple[float | None, float | None]
 
 
 def range_conditions(column: str, low: Any, high: Any, placeholder: str = "?") -> tuple[list[str], list[Any]]:
