@@ -236,12 +236,14 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         from switch.home_lock import hold_home
 
-        # A service restart hands the socket to us while the last instance may still finish its streams.
-        hold_home(wait=settings.server.shutdown_grace + 5.0 if inherited is not None else 0.0)
         if inherited is None:
             # (With a socket handed over, the service manager holds the port: probing it would wait on ourselves.)
+            # Probed first, so a proxy that answers is named with its port; the lock then catches the rest
+            # (one still starting, or one on a port nobody asked about).
             _refuse_a_second_proxy(int(loaded.server["port"]), settings.server.port)
         listener = inherited if inherited is not None else _listen(settings.server.host, settings.server.port)
+        # A service restart hands the socket to us while the last instance may still finish its streams.
+        hold_home(wait=settings.server.shutdown_grace + 5.0 if inherited is not None else 0.0)
         from switch.config import litellm_names
         from switch.ledger.pricer import Pricer
         from switch.ledger.recorder import Recorder

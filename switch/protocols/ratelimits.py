@@ -10,9 +10,9 @@ Anything unreadable is left out, never raised: a snapshot is best effort and a h
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
-from datetime import datetime
 
 from switch.values import value
 
@@ -80,14 +80,26 @@ def _epoch(text: str | None) -> float | None:
     return number if number is not None and 0 < number < 1e11 else None
 
 
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?")
+
+
 def _timestamp(text: str | None) -> float | None:
-    """An RFC 3339 time (Anthropic's API-key resets) as Unix seconds."""
-    if not text:
+    """An RFC 3339 time (Anthropic's API-key resets) as Unix seconds; no offset is read as UTC.
+
+    Parsed by hand, not with `datetime`: this package reads no clock and no local time zone."""
+    match = _RFC3339.fullmatch(text.strip()) if text else None
+    if match is None:
         return None
-    try:
-        return datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp()
-    except (ValueError, OverflowError):
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1] and hour < 24 and minute < 60):
         return None
+    if second > 60:
+        return None
+    offset = 0
+    if match.group(9):
+        offset = (int(match.group(10)) * 60 + int(match.group(11))) * 60 * (1 if match.group(9) == "+" else -1)
+    fraction = float(match.group(7)) if match.group(7) else 0.0
+    return calendar.timegm((year, month, day, hour, minute, min(second, 59), 0, 0, 0)) + fraction - offset
 
 
 def _duration(text: str | None) -> float | None:

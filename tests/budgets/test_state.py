@@ -36,12 +36,25 @@ def _ledger_spend(home: Path) -> int:
         connection.close()
 
 
+def _settled(proxy: BudgetProxy, home: Path) -> None:
+    """Wait until every call is priced: no in-flight estimate is held against the budget any more."""
+    proxy.rows()
+
+    def spent() -> int:
+        (state,) = httpx.get(proxy.url + "/healthz", timeout=5).json()["budgets"]
+        return int(state["spent_micros"])
+
+    wait_until(lambda: spent() == _ledger_spend(home), what="the in-flight estimates to be released")
+
+
 def test_a_restarted_proxy_starts_from_the_periods_spend_in_the_ledger(
     budget_proxy: Callable[..., BudgetProxy], isolated_home: Path
 ) -> None:
     first = budget_proxy(CAP.format(limit=4.0))
     for _ in range(2):
+        # One at a time: an unpriced call's estimate (its prompt at the listed price) counts against the cap.
         claude_code_call(first.url)
+        _settled(first, isolated_home)
     assert [row["cost_micros"] for row in first.rows()] == [1_500_000, 1_500_000]
     first.recorder.close()
 
@@ -49,7 +62,7 @@ def test_a_restarted_proxy_starts_from_the_periods_spend_in_the_ledger(
     (state,) = httpx.get(second.url + "/healthz", timeout=5).json()["budgets"]
     assert state["spent_micros"] == _ledger_spend(isolated_home) == 3_000_000
     claude_code_call(second.url)  # $3.00 of $4.00: still allowed; this one makes it $4.50
-    second.rows()
+    _settled(second, isolated_home)
     with pytest.raises(anthropic.PermissionDeniedError) as caught:
         claude_code_call(second.url)
     second.proxy.extra["blocked"] = 1

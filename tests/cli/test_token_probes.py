@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 from switch.ui.panes.health import proxy_status
 
-from switch.checks import probe_proxy
+from switch.checks.doctor import probe_proxy
 from tests.commands import run_switch, stand_in
 from tests.servers import free_port
 
