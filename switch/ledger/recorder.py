@@ -39,6 +39,7 @@ from typing import Any
 from switch import locations
 from switch.ledger.columns import COLUMNS, INSERT
 from switch.ledger.db import open_for_writing
+from switch.ledger.give_way import STRAIGHT, Pace
 from switch.ledger.plan_quota import write_snapshots
 from switch.ledger.pricer import Pricer, unpriced_row
 from switch.ledger.record import CallRecord
@@ -291,12 +292,16 @@ class Recorder:
     def _flush(self) -> None:
         while self._overflow:
             self._taken.append(self._overflow.popleft())
+        pace = Pace()
         if self._taken:
-            rows = [self._price(record) for record in self._taken]
+            rows = []
+            for record in self._taken:
+                rows.append(self._price(record))
+                pace.give_way()  # a call arriving meanwhile waits for one row's pricing, not the batch's
             self._unsaved.extend(rows)
             self._taken.clear()
         if self._unsaved:
-            if self._write(self._unsaved):
+            if self._write(self._unsaved, pace):
                 self._unsaved = []
         elif self.spill_pending() and self._clock() >= self._next_replay:
             self._replay()
@@ -364,18 +369,22 @@ class Recorder:
             except OSError as exc:
                 self._failed("database", exc, f"{sidecar} is the old ledger's; move it aside by hand")
 
-    def _insert(self, rows: list[dict[str, Any]]) -> None:
+    def _insert(self, rows: list[dict[str, Any]], pace: Pace = STRAIGHT) -> None:
         connection = self._connect()
+        first_ids: list[int] = []
         with connection:
-            connection.executemany(INSERT, [tuple(row[c] for c in COLUMNS) for row in rows])
-            # One transaction holds the write lock: its rows got consecutive ids (an INTEGER PRIMARY KEY
-            # without AUTOINCREMENT takes the largest plus one), read before the rollups insert theirs.
-            last_id = int(connection.execute("SELECT last_insert_rowid()").fetchone()[0])
-            connection.executemany(UPSERT_ROLLUP, rollup_deltas(rows))
-            connection.executemany(UPSERT_SESSION, session_deltas(rows))
-        for offset, row in enumerate(rows, last_id - len(rows) + 1):
-            row["id"] = offset
-        self.committed.publish(rows)
+            # In pieces, giving way between them (`switch.ledger.give_way`), in one transaction all the same.
+            # Each piece's rows get consecutive ids (an INTEGER PRIMARY KEY without AUTOINCREMENT takes the
+            # largest plus one, and the transaction holds the write lock), read before its rollups insert theirs.
+            for piece in pace.pieces(rows):
+                connection.executemany(INSERT, [tuple(row[c] for c in COLUMNS) for row in piece])
+                first_ids.append(int(connection.execute("SELECT last_insert_rowid()").fetchone()[0]) - len(piece) + 1)
+                connection.executemany(UPSERT_ROLLUP, rollup_deltas(piece))
+                connection.executemany(UPSERT_SESSION, session_deltas(piece))
+        for first_id, piece in zip(first_ids, STRAIGHT.pieces(rows), strict=True):
+            for row_id, row in enumerate(piece, first_id):
+                row["id"] = row_id
+        self.committed.publish(rows, pace)
         self.written += len(rows)
         self._database_ok = True
         self.file_changed = None
@@ -385,7 +394,7 @@ class Recorder:
         if troubles:
             log.info("the ledger is written again")
 
-    def _write(self, rows: list[dict[str, Any]]) -> bool:
+    def _write(self, rows: list[dict[str, Any]], pace: Pace = STRAIGHT) -> bool:
         """Put `rows` in the database, else in the spill file; False when neither took them."""
         # While the database takes rows, spilled ones (past the queue bound) go in first at once;
         # while it does not, it is tried once a second, not once a batch.
@@ -393,7 +402,7 @@ class Recorder:
             self._replay()
         if not self.spill_pending():
             try:
-                self._insert(rows)
+                self._insert(rows, pace)
                 return True
             except Exception as exc:
                 self._failed("database", exc, f"rows go to {self.spill}")

@@ -11,7 +11,7 @@ from switch.ledger.migrations import BUCKET_SECONDS, ROLLUP_KEYS, SESSION_KEYS
 
 TYPE_CHECKING = False  # the status line imports this module (through queries): keep `typing` off its path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     Row = Mapping[str, Any]
@@ -81,7 +81,7 @@ UPSERT_SESSION = _upsert("rollup_session", SESSION_KEYS)
 _VALUES = tuple(item.of for item in SUMS)
 
 
-def _sums(rows: list[dict[str, Any]], key_of: Callable[[Row], tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def _sums(rows: Sequence[dict[str, Any]], key_of: Callable[[Row], tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     sums: dict[tuple[Any, ...], list[Any]] = {}
     for row in rows:
         key = key_of(row)
@@ -103,7 +103,7 @@ def bucket_of(started_at: float) -> int:
     return int(started_at // BUCKET_SECONDS) * BUCKET_SECONDS
 
 
-def rollup_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+def rollup_deltas(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Per-bucket sums of a batch of rows, keyed like the `rollup` table."""
     return _sums(
         rows,
@@ -119,7 +119,7 @@ def rollup_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     )
 
 
-def session_deltas(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+def session_deltas(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Per-bucket sums of a batch of rows by session, keyed like the `rollup_session` table."""
     return _sums(rows, lambda row: (bucket_of(row["started_at"]), row["session_id"] or "", row["harness"]))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from switch.ledger.columns import COLUMNS
+from switch.ledger.give_way import STRAIGHT, Pace
 
 log = logging.getLogger("switch.recorder")
 
@@ -37,13 +38,15 @@ class CommittedRows:
         # Held while rows are published, and while `catch_up` hands the stream to a new consumer.
         self._lock = threading.Lock()
 
-    def publish(self, rows: list[dict[str, Any]]) -> None:
-        """Hand just-committed rows (ids set) to every consumer; a consumer's failure is reported, not raised."""
+    def publish(self, rows: list[dict[str, Any]], pace: Pace = STRAIGHT) -> None:
+        """Hand just-committed rows (ids set) to every consumer, in pieces at `pace`; a consumer's failure is
+        reported, not raised."""
         with self._lock:
             self.published_through = rows[-1]["id"]
             for consumer in self.consumers:
                 try:
-                    consumer(rows)
+                    for piece in pace.pieces(rows):
+                        consumer(list(piece))
                 except Exception as exc:  # budgets and metrics are best effort: the rows are stored all the same
                     self._failed("consumer", exc, "budgets or metrics may miss these calls")
 
