@@ -56,6 +56,8 @@ MAX_QUEUED = 10_000
 _RETRY_SECONDS = 1.0
 _STORAGE_STAGES = ("database:", "spill:", "replay:", "writer:")
 _SIDECARS = ("-wal", "-shm")
+WRITER_CACHE_KIB = 512
+"""The writer connection's page cache, in KiB."""
 ORPHANED_SUFFIX = ".orphaned"
 """Added to the name of a moved or deleted ledger's WAL left at the path (its last writes, kept for recovery)."""
 
@@ -329,6 +331,9 @@ class Recorder:
             self.reopened += 1
         if self._connection is None:
             self._connection = open_for_writing(self.database)
+            # The writer appends: a small page cache serves it as well as SQLite's 2 MB default, which
+            # filled up under load and stayed (measured: 2 MB more after load, 3 % less per row).
+            self._connection.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
             self._identity = _identity(self.database)
             self._sidecar_identity = {}
             for suffix in _SIDECARS:

@@ -27,6 +27,7 @@ from switch.proxy.endpoints import HotRoutes, count_tokens_handler, model_routes
 from switch.proxy.fail_open import FailOpen
 from switch.proxy.guard import Guard
 from switch.proxy.health import Health
+from switch.proxy.heap import return_freed_heap
 from switch.proxy.lifespan import collect_cycles, lifespan, watch_files
 from switch.proxy.relay import Relay
 from switch.proxy.responses_ws import ResponsesSocket, refusal_recorder
@@ -130,6 +131,7 @@ def create_app(
         BodyBudget(settings.server.max_buffered_body_bytes),
         ResponsesSocket(relay),
     )
+    tasks.append(functools.partial(return_freed_heap, hot))
     starlette_app = Starlette(routes=routes, lifespan=lifespan(relay, sink, fail_open, tasks, hot))
     starlette_app.state.relay = relay
     starlette_app.state.presets = presets

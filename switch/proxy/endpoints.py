@@ -45,6 +45,8 @@ class HotRoutes:
         self.routes = routes
         self.fallback = fallback
         self.in_flight = 0
+        self.served = 0
+        """Calls and WebSocket sessions begun so far (the heap trimmer's sign that the proxy was busy)."""
         self.budget = budget
         self.upgrades = upgrades
         """Where WebSocket scopes go (the Responses socket); None refuses them through the fallback."""
@@ -59,6 +61,7 @@ class HotRoutes:
             handler = self.routes.get((scope["method"], scope["path"]))
             if handler is not None:
                 self.in_flight += 1
+                self.served += 1
                 exchange = Exchange(scope, receive, send)
                 exchange.budget = self.budget
                 try:
@@ -68,6 +71,7 @@ class HotRoutes:
                     self.budget.give_back(exchange.held)
                 return
         elif scope["type"] == "websocket" and self.upgrades is not None:
+            self.served += 1
             await self.upgrades(scope, receive, send)
             return
         await self.fallback(scope, receive, send)

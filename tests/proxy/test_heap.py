@@ -1,0 +1,72 @@
+"""After a busy spell the proxy hands its freed heap back to the OS once, and never while a call runs."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from switch.proxy import heap
+
+
+class Calls:
+    """The proxy's call counters as the trimmer reads them; counts its checks."""
+
+    def __init__(self) -> None:
+        self._served = 0
+        self.busy = False
+        self.checks = 0
+
+    @property
+    def served(self) -> int:
+        self.checks += 1
+        return self._served
+
+    def serve(self, count: int, *, running: bool = False) -> None:
+        self._served += count
+        self.busy = running
+
+
+async def _checks(calls: Calls, more: int) -> None:
+    """Until the trimmer has looked `more` more times."""
+    target = calls.checks + more
+    while calls.checks < target:
+        await asyncio.sleep(0)
+
+
+async def test_the_heap_is_trimmed_once_per_busy_spell_and_never_during_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "HEAP_CHECK_S", 0.001)
+    trims: list[int] = []
+    calls = Calls()
+    task = asyncio.create_task(heap.return_freed_heap(calls, lambda: trims.append))
+    try:
+        await _checks(calls, 5)
+        assert trims == []  # nothing was served: nothing to give back
+        calls.serve(3, running=True)
+        await _checks(calls, 5)
+        assert trims == []  # a call is still running
+        calls.busy = False
+        await _checks(calls, 5)
+        assert trims == [0]  # once, however long the proxy then rests
+        calls.serve(1)
+        await _checks(calls, 5)
+        assert trims == [0, 0]
+    finally:
+        task.cancel()
+
+
+async def test_without_a_trim_function_the_trimmer_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "HEAP_CHECK_S", 0.001)
+    calls = Calls()
+    task = asyncio.create_task(heap.return_freed_heap(calls, lambda: None))
+    await _checks(calls, 1)
+    calls.serve(1)
+    await asyncio.wait_for(task, timeout=30)  # ends, rather than looking every few seconds for ever
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim exists only on Linux")
+def test_glibc_trim_is_found_and_runs() -> None:
+    trim = heap.malloc_trim()
+    assert trim is not None
+    assert trim(0) in (0, 1)  # 1: memory was released, 0: there was none to release
