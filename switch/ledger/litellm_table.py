@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from switch.ledger.give_way import PIECE_ROWS, give_way
+
 _SPACE = re.compile(r"[ \t\n\r]*")
 # The decoder's scanner parses one value at an offset and says where it ended (what `raw_decode` uses).
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -54,7 +56,11 @@ class EntryIndex:
         position = _skip_space(text, position + 1)
         if text[position] == "}":
             return
+        walked = 0
         while True:
+            walked += 1
+            if walked % PIECE_ROWS == 0:
+                give_way()  # ~35 ms of walking in all, at start: calls arriving meanwhile wait for a piece of it
             start = position
             key, position = _SCAN(text, position)
             if not isinstance(key, str):
