@@ -1,5 +1,7 @@
 """Settings: `$SWITCH_HOME/config.toml` over built-in defaults, validated with clear errors.
 
+The settings are plain dataclasses, checked by `switch.config_schema` (pydantic would cost the proxy ~9 MB).
+
 [server]                      # where `switch serve` listens and its limits
 port = 8742
 shutdown_grace = 5            # seconds live calls get to finish when the proxy stops
@@ -28,14 +30,13 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
 from switch import locations
-from switch.config_budgets import Budget, BudgetAction, check_budgets
+from switch.config_budgets import Budget, check_budgets
+from switch.config_schema import SchemaError, dotted, rules, to_dict, validate
 from switch.config_team import Team
 from switch.errors import ConfigError
 from switch.settings_checks import refuse_control_characters
@@ -48,10 +49,9 @@ NATIVE = "native"
 PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
 
 
-class Provider(BaseModel):
+@dataclass(slots=True)
+class Provider:
     """One upstream provider."""
-
-    model_config = ConfigDict(extra="forbid")
 
     api: Api = "openai-chat"
     """Wire API the provider speaks (`litellm`: any provider LiteLLM's SDK reaches, called through it)."""
@@ -75,9 +75,9 @@ class Provider(BaseModel):
     send_user: bool = True
     """Whether to pass the caller's user id on as `user`."""
 
-    @model_validator(mode="after")
-    def _fields_fit_the_api(self) -> Provider:
-        # Raised as ValueError so the message names the provider's table, like every other config error.
+    def _check(self) -> None:
+        # The fields must fit the api; raised as ValueError so the message names the provider's table, like
+        # every other config error (switch.config_schema runs `_check` once the fields themselves are valid).
         if self.api == "litellm":
             if not self.litellm_provider:
                 raise ValueError(
@@ -93,17 +93,15 @@ class Provider(BaseModel):
                 )
             if not self.base_url:
                 raise ValueError(f'base_url is required with api = "{self.api}"')
-        return self
 
 
-class ModelSettings(BaseModel):
+@dataclass(slots=True)
+class ModelSettings:
     """Knobs for one `provider/model` reference."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    max_output_tokens: int | None = Field(default=None, gt=0, le=1 << 40, strict=True)
+    max_output_tokens: int | None = field(default=None, metadata=rules(gt=0, le=1 << 40))
     """Output limit; larger requests are clamped to it (overrides LiteLLM's `max_output_tokens`)."""
-    context_window: int | None = Field(default=None, gt=0, le=1 << 40, strict=True)
+    context_window: int | None = field(default=None, metadata=rules(gt=0, le=1 << 40))
     """Context window in tokens (overrides LiteLLM's `max_input_tokens`): what the harness is told, and
     what decides when a call needs a `long_context` target."""
     effort_levels: list[str] | None = None
@@ -112,43 +110,42 @@ class ModelSettings(BaseModel):
     """Drop `temperature`/`top_p` (models that reject changes to them)."""
 
 
-class Server(BaseModel):
+@dataclass(slots=True)
+class Server:
     """How `switch serve` listens."""
-
-    model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
     # Strict: a TOML string ("8742") or float is refused rather than coerced, like every other typo.
-    port: int = Field(default=8742, ge=1, le=65535, strict=True)
+    port: int = field(default=8742, metadata=rules(ge=1, le=65535))
     """TCP port the proxy listens on: a whole number from 1 to 65535."""
     # Every number has a range: 0, negative, nan or inf would break each call (or spin a core) at run time.
-    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024, le=1 << 30, strict=True)
+    max_body_bytes: int = field(default=32 * 1024 * 1024, metadata=rules(ge=1024, le=1 << 30))
     """Largest request body accepted; larger ones get 413."""
-    ping_interval: float = Field(default=10.0, ge=0.1, le=3600, allow_inf_nan=False)
+    ping_interval: float = field(default=10.0, metadata=rules(ge=0.1, le=3600, finite=True))
     """Seconds of upstream silence before a keep-alive ping goes to a streaming client."""
-    connect_timeout: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
-    read_timeout: float = Field(default=300.0, gt=0, le=86400, allow_inf_nan=False)
+    connect_timeout: float = field(default=10.0, metadata=rules(gt=0, le=3600, finite=True))
+    read_timeout: float = field(default=300.0, metadata=rules(gt=0, le=86400, finite=True))
     """Seconds an upstream may stay silent mid-response before the call fails."""
-    max_stream_seconds: float = Field(default=3600.0, gt=0, le=7 * 24 * 3600, allow_inf_nan=False)
+    max_stream_seconds: float = field(default=3600.0, metadata=rules(gt=0, le=7 * 24 * 3600, finite=True))
     """Longest an upstream response may last in all, however steadily it trickles; then the call ends with an error."""
     access_token: str | None = None
-    shutdown_grace: int = Field(default=5, ge=0, le=3600, strict=True)
+    shutdown_grace: int = field(default=5, metadata=rules(ge=0, le=3600))
     """Seconds a stopping proxy lets live calls finish; then each gets an in-band error and its row."""
     # Client-side limits, as nginx and Envoy set them (see switch.proxy.connections and proxy.body_budget).
-    header_timeout: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    header_timeout: float = field(default=10.0, metadata=rules(gt=0, le=3600, finite=True))
     """Seconds a client connection gets to send a request's headers (from connecting, or its first byte)."""
-    body_timeout: float = Field(default=120.0, gt=0, le=86400, allow_inf_nan=False)
+    body_timeout: float = field(default=120.0, metadata=rules(gt=0, le=86400, finite=True))
     """Seconds a client gets to send a whole request body once its headers arrived."""
-    idle_timeout: float = Field(default=75.0, gt=0, le=86400, allow_inf_nan=False)
+    idle_timeout: float = field(default=75.0, metadata=rules(gt=0, le=86400, finite=True))
     """Seconds a keep-alive connection may sit idle between requests."""
-    max_connections: int = Field(default=1024, ge=4, le=1 << 20, strict=True)
+    max_connections: int = field(default=1024, metadata=rules(ge=4, le=1 << 20))
     """Client connections open at once; beyond it the oldest idle one is closed, or the new one if none is idle."""
-    max_buffered_body_bytes: int = Field(default=128 * 1024 * 1024, ge=1024, le=1 << 34, strict=True)
+    max_buffered_body_bytes: int = field(default=128 * 1024 * 1024, metadata=rules(ge=1024, le=1 << 34))
     """Request bytes all calls may hold at once; a call beyond it gets a 503 with retry-after."""
     websockets: bool = True
     """Serve the Responses API over a WebSocket on `/v1/responses` (Codex's preferred transport); false answers
     the upgrade with 426 Upgrade Required, on which Codex falls back to HTTP at once."""
-    websocket_idle_timeout: float = Field(default=300.0, gt=0, le=86400, allow_inf_nan=False)
+    websocket_idle_timeout: float = field(default=300.0, metadata=rules(gt=0, le=86400, finite=True))
     """Seconds a Responses WebSocket may sit with no turn running and no message before switch closes it."""
     metrics: bool = True
     """Serve Prometheus metrics at `GET /metrics` (behind the same guard as every endpoint)."""
@@ -157,31 +154,28 @@ class Server(BaseModel):
     cannot use: true sends every call to its harness's native provider; false answers each with a 503."""
 
 
-class Routing(BaseModel):
+@dataclass(slots=True)
+class Routing:
     """How calls move between a route's targets."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    fallback_on: list[FallbackTrigger] = Field(default_factory=lambda: list(FALLBACK_TRIGGERS))
+    fallback_on: list[FallbackTrigger] = field(default_factory=lambda: list(FALLBACK_TRIGGERS))
     """Failures (before any byte reached the client) that move a call to the route's next target."""
-    ttft_timeout: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
+    ttft_timeout: float = field(default=30.0, metadata=rules(gt=0, le=3600, finite=True))
     """Seconds to wait for an upstream's first byte before trying the next target."""
     affinity: Literal["session", "none"] = "session"
     """Keep each harness session (and agent) on the target it started with."""
 
 
-class Defaults(BaseModel):
+@dataclass(slots=True)
+class Defaults:
     """Routing defaults used until a preset says otherwise."""
-
-    model_config = ConfigDict(extra="forbid")
 
     model: str = "baseten/moonshotai/Kimi-K3"
 
 
-class Pricing(BaseModel):
+@dataclass(slots=True)
+class Pricing:
     """What the native counterfactual is priced at when the requested model has no price."""
-
-    model_config = ConfigDict(extra="forbid")
 
     baseline_anthropic: str = "claude-opus-5-5"
     """Model used for the counterfactual of Anthropic-API calls whose requested model is unpriced."""
@@ -189,37 +183,34 @@ class Pricing(BaseModel):
     """Model used for the counterfactual of OpenAI-API calls whose requested model is unpriced."""
 
 
-class Settings(BaseModel):
+def _prices_are_prices(prices: dict[str, dict[str, float]]) -> None:
+    # A negative or misspelt price would turn into a wrong cost on every call (or a silent $0 input).
+    for model, fields in prices.items():
+        for name, value in fields.items():
+            if name not in PRICE_FIELDS:
+                raise ValueError(
+                    f'"{model}".{name} is not a price (allowed: {", ".join(PRICE_FIELDS)}); fix its spelling'
+                )
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f'"{model}".{name} = {value}: a price is USD per million tokens, 0 or more')
+
+
+@dataclass(slots=True)
+class Settings:
     """The whole configuration."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    server: Server = Field(default_factory=Server)
-    defaults: Defaults = Field(default_factory=Defaults)
-    routing: Routing = Field(default_factory=Routing)
-    providers: dict[str, Provider] = Field(default_factory=dict)
-    models: dict[str, ModelSettings] = Field(default_factory=dict)
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    server: Server = field(default_factory=Server)
+    defaults: Defaults = field(default_factory=Defaults)
+    routing: Routing = field(default_factory=Routing)
+    providers: dict[str, Provider] = field(default_factory=dict)
+    models: dict[str, ModelSettings] = field(default_factory=dict)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict, metadata=rules(check=_prices_are_prices))
     """USD per million tokens by `provider/model`: input, cached_input, cache_write, output."""
-    pricing: Pricing = Field(default_factory=Pricing)
-    budgets: list[Budget] = Field(default_factory=list)
+    pricing: Pricing = field(default_factory=Pricing)
+    budgets: list[Budget] = field(default_factory=list)
     """`[[budgets]]`: caps in USD per period with their actions (see `switch.config_budgets`)."""
     team: Team | None = None
     """The team ledger on PostgreSQL (switch.team); None: nothing is shipped."""
-
-    @field_validator("prices")
-    @classmethod
-    def _prices_are_prices(cls, prices: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        # A negative or misspelt price would turn into a wrong cost on every call (or a silent $0 input).
-        for model, fields in prices.items():
-            for name, value in fields.items():
-                if name not in PRICE_FIELDS:
-                    raise ValueError(
-                        f'"{model}".{name} is not a price (allowed: {", ".join(PRICE_FIELDS)}); fix its spelling'
-                    )
-                if not math.isfinite(value) or value < 0:
-                    raise ValueError(f'"{model}".{name} = {value}: a price is USD per million tokens, 0 or more')
-        return prices
 
 
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
@@ -261,42 +252,18 @@ BUILTIN_MODEL_FAMILIES: tuple[tuple[str, ModelSettings], ...] = (
 )
 
 
-def _allowed_keys(table: tuple[int | str, ...]) -> list[str]:
-    """The keys config.toml allows in the table at `table` (empty where they are free-form, like [prices])."""
-    fixed: dict[str, type[BaseModel]] = {
-        "server": Server,
-        "defaults": Defaults,
-        "routing": Routing,
-        "pricing": Pricing,
-        "team": Team,
-    }
-    named: dict[str, type[BaseModel]] = {"providers": Provider, "models": ModelSettings}
-    model: type[BaseModel] | None = None
-    if not table:
-        model = Settings
-    elif len(table) == 1:
-        model = fixed.get(str(table[0]))
-    elif len(table) == 2:
-        model = Budget if table[0] == "budgets" else named.get(str(table[0]))
-    elif len(table) == 4 and table[0] == "budgets" and table[2] == "actions":
-        model = BudgetAction
-    return sorted(model.model_fields) if model is not None else []
-
-
-def _describe(error: ValidationError, path: Path) -> str:
+def _describe(error: SchemaError, path: Path) -> str:
     # Values are never quoted back: a mistyped access_token or key must not end up on the screen.
-    first = error.errors()[0]
-    loc = tuple(first["loc"])
-    key = ".".join(str(part) for part in loc)
-    if first["type"] == "extra_forbidden":
-        allowed = _allowed_keys(loc[:-1])
-        known = f" (allowed: {', '.join(allowed)})" if allowed else ""
+    key = dotted(error.loc)
+    if error.kind == "unknown":
+        known = f" (allowed: {', '.join(error.allowed)})" if error.allowed else ""
         return f"{path}: unknown key '{key}'{known}; fix its spelling or remove it"
-    if first["type"] == "value_error":
-        # A check across a table's fields (see Provider): its message already says what to write.
-        reason = str(first["ctx"].get("error", first["msg"])) if "ctx" in first else first["msg"]
-        return f"{path}: key '{key}': {reason}"
-    return f"{path}: invalid value at '{key}': {first['msg']}; fix it or remove the key to use the default"
+    if error.kind == "check":
+        # A check of a key or across a table's fields (see Provider): its message already says what to write.
+        return f"{path}: key '{key}': {error.reason}"
+    if error.kind == "missing":
+        return f"{path}: key '{key}' is required; add it to that table"
+    return f"{path}: invalid value at '{key}': {error.reason}; fix it or remove the key to use the default"
 
 
 def load_settings(path: Path | None = None, *, check_default: bool = True) -> Settings:
@@ -336,8 +303,8 @@ def load_settings(path: Path | None = None, *, check_default: bool = True) -> Se
             base = {key: value for key, value in base.items() if key not in ("base_url", "api")}
         providers[name] = {**base, **fields}
     try:
-        settings = Settings.model_validate({**raw, "providers": providers})
-    except ValidationError as exc:
+        settings = validate(Settings, {**raw, "providers": providers})
+    except SchemaError as exc:
         raise ConfigError(_describe(exc, path)) from exc
     # Checked here, not per call: a default no call can reach would otherwise fail every call the same way.
     if check_default:
@@ -361,12 +328,13 @@ def model_settings(settings: Settings, reference: str) -> ModelSettings:
     lowered = reference.lower()
     for family, defaults in BUILTIN_MODEL_FAMILIES:
         if family in lowered:
-            merged = defaults.model_dump(exclude_none=True)
+            merged = to_dict(defaults, exclude_none=True)
             break
     user = settings.models.get(reference)
     if user is not None:
-        merged.update(user.model_dump(exclude_none=True))
-    return ModelSettings.model_validate(merged)
+        merged.update(to_dict(user, exclude_none=True))
+    # Both are checked already; to_dict copied their lists, so no caller can edit the built-in ones.
+    return ModelSettings(**merged)
 
 
 def reference_problem(reference: str, providers: dict[str, Provider]) -> str | None:
@@ -433,4 +401,4 @@ def load_config(path: Path | None = None) -> LoadedConfig:
         settings = load_settings(path)
         if file_digest(path) == digest:
             break
-    return LoadedConfig(settings, path, digest, signature, settings.server.model_dump())
+    return LoadedConfig(settings, path, digest, signature, to_dict(settings.server))

@@ -17,11 +17,11 @@ actions = [{ at = 0.9, do = "preset", preset = "kimi-k3" }]   # `at`: the share 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
+from switch.config_schema import rules
 from switch.errors import ConfigError
 
 Period = Literal["day", "week", "month"]
@@ -36,12 +36,37 @@ ROLES = ("orchestrator", "subagent", "background")
 SEVERITY = {"warn": 1, "effort": 2, "preset": 3, "block": 4}
 
 
-class BudgetAction(BaseModel):
+def _scope(value: str) -> None:
+    kind, sep, subject = value.partition(":")
+    if kind not in SCOPE_KINDS:
+        raise ValueError("scope must be total, harness:NAME, role:NAME, model:PROVIDER/MODEL, session or plan:PROVIDER")
+    if kind in ("total", "session"):
+        if sep:
+            raise ValueError(f"scope '{kind}' takes no ':NAME'")
+    elif not subject:
+        raise ValueError(f"scope '{kind}:' needs a name after the colon")
+    if kind == "harness" and subject not in HARNESSES:
+        raise ValueError(f"unknown harness (known: {', '.join(HARNESSES)})")
+    if kind == "role" and subject not in ROLES:
+        raise ValueError(f"unknown role (known: {', '.join(ROLES)})")
+    if kind == "plan" and subject not in PLANS:
+        raise ValueError(f"unknown plan (known: {', '.join(PLANS)})")
+    if kind == "model":
+        provider, slash, model = subject.partition("/")
+        if not slash or not provider or not model:
+            raise ValueError("scope 'model:' takes PROVIDER/MODEL, e.g. model:baseten/moonshotai/Kimi-K3")
+
+
+def _finite_limit(value: float) -> None:
+    if not math.isfinite(value) or value > 1e9:
+        raise ValueError("must be a finite number of USD (at most 1e9)")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetAction:
     """One threshold of a budget and what happens past it."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    at: float = Field(gt=0, le=100)
+    at: float = field(metadata=rules(gt=0, le=100, finite=True))
     """Fraction of `limit_usd` at which the action starts (1.0 = the whole limit)."""
     do: Do
     effort: Effort | None = None
@@ -49,15 +74,7 @@ class BudgetAction(BaseModel):
     preset: str | None = None
     """With `do = "preset"`: the preset whose route the scope's calls take."""
 
-    @field_validator("at")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
-
-    @model_validator(mode="after")
-    def _arguments(self) -> BudgetAction:
+    def _check(self) -> None:
         if self.do == "effort" and self.effort is None:
             raise ValueError("do = 'effort' needs effort = one of " + ", ".join(EFFORT_ORDER))
         if self.do == "preset" and not self.preset:
@@ -66,33 +83,25 @@ class BudgetAction(BaseModel):
             raise ValueError("'effort' goes only with do = 'effort'")
         if self.preset is not None and self.do != "preset":
             raise ValueError("'preset' goes only with do = 'preset'")
-        return self
 
 
-class Budget(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Budget:
     """A cap in USD per calendar period on one scope, with its actions."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
     name: str | None = None
-    scope: str = "total"
+    scope: str = field(default="total", metadata=rules(check=_scope))
     period: Period = "day"
-    limit_usd: float | None = Field(default=None, gt=0)
+    limit_usd: float | None = field(default=None, metadata=rules(gt=0, check=_finite_limit))
     """Required for every scope but `plan:`, whose thresholds are shares of the plan's window."""
-    window: str | None = Field(default=None, min_length=1, max_length=16)
+    window: str | None = field(default=None, metadata=rules(min_length=1, max_length=16))
     """With `scope = "plan:..."`: the window the thresholds apply to (`5h` when not given)."""
-    actions: list[BudgetAction] = Field(default_factory=lambda: [BudgetAction(at=1.0, do="block")], min_length=1)
+    actions: list[BudgetAction] = field(
+        default_factory=lambda: [BudgetAction(at=1.0, do="block")], metadata=rules(min_length=1)
+    )
     """Thresholds and their actions (without any: block at the limit)."""
 
-    @field_validator("limit_usd")
-    @classmethod
-    def _finite_limit(cls, value: float | None) -> float | None:
-        if value is not None and (not math.isfinite(value) or value > 1e9):
-            raise ValueError("must be a finite number of USD (at most 1e9)")
-        return value
-
-    @model_validator(mode="after")
-    def _plan_or_dollars(self) -> Budget:
+    def _check(self) -> None:
         if self.is_plan:
             if self.limit_usd is not None:
                 raise ValueError("a plan: budget takes no limit_usd: its `at` thresholds are shares of the plan window")
@@ -101,7 +110,6 @@ class Budget(BaseModel):
                 raise ValueError("limit_usd is required (a positive number of USD)")
             if self.window is not None:
                 raise ValueError("'window' goes only with scope = 'plan:anthropic' or 'plan:openai'")
-        return self
 
     @property
     def is_plan(self) -> bool:
@@ -112,31 +120,6 @@ class Budget(BaseModel):
     def plan_window(self) -> str:
         """The plan window a `plan:` budget's thresholds apply to."""
         return self.window or "5h"
-
-    @field_validator("scope")
-    @classmethod
-    def _scope(cls, value: str) -> str:
-        kind, sep, subject = value.partition(":")
-        if kind not in SCOPE_KINDS:
-            raise ValueError(
-                "scope must be total, harness:NAME, role:NAME, model:PROVIDER/MODEL, session or plan:PROVIDER"
-            )
-        if kind in ("total", "session"):
-            if sep:
-                raise ValueError(f"scope '{kind}' takes no ':NAME'")
-        elif not subject:
-            raise ValueError(f"scope '{kind}:' needs a name after the colon")
-        if kind == "harness" and subject not in HARNESSES:
-            raise ValueError(f"unknown harness (known: {', '.join(HARNESSES)})")
-        if kind == "role" and subject not in ROLES:
-            raise ValueError(f"unknown role (known: {', '.join(ROLES)})")
-        if kind == "plan" and subject not in PLANS:
-            raise ValueError(f"unknown plan (known: {', '.join(PLANS)})")
-        if kind == "model":
-            provider, slash, model = subject.partition("/")
-            if not slash or not provider or not model:
-                raise ValueError("scope 'model:' takes PROVIDER/MODEL, e.g. model:baseten/moonshotai/Kimi-K3")
-        return value
 
     @property
     def label(self) -> str:

@@ -11,9 +11,10 @@ The password comes from `SWITCH_TEAM_PASSWORD` or `switch keys set team`, never 
 from __future__ import annotations
 
 import getpass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from switch.config_schema import rules
 
 PASSWORD_ENV = "SWITCH_TEAM_PASSWORD"
 KEY_NAME = "team"
@@ -27,32 +28,29 @@ def _os_user() -> str:
         return "unknown"
 
 
-class Team(BaseModel):
+def _no_password(value: str) -> None:
+    # The message never repeats the URL: it would put the password on the screen.
+    try:
+        parts = urlsplit(value)
+        has_password = parts.password is not None
+    except ValueError:
+        raise ValueError("not a postgresql://USER@HOST:PORT/DATABASE URL") from None
+    if parts.scheme not in _SCHEMES or not parts.hostname:
+        raise ValueError("not a postgresql://USER@HOST:PORT/DATABASE URL")
+    if has_password or "password=" in (parts.query or "").lower():
+        raise ValueError(
+            f"holds a password: remove it from config.toml and put it in the {PASSWORD_ENV} environment "
+            f"variable or store it with `switch keys set {KEY_NAME}`"
+        )
+
+
+@dataclass(slots=True)
+class Team:
     """Where this machine's calls are shipped, and under which name."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    ledger_url: str
+    ledger_url: str = field(metadata=rules(check=_no_password))
     """`postgresql://USER@HOST:PORT/DATABASE`, without a password."""
-    member: str = Field(default_factory=_os_user, min_length=1)
+    member: str = field(default_factory=_os_user, metadata=rules(min_length=1))
     """Who these calls belong to in the team's reports (default: the OS user name)."""
     project: str = ""
     """Optional project name recorded with every row."""
-
-    @field_validator("ledger_url")
-    @classmethod
-    def _no_password(cls, value: str) -> str:
-        # The message never repeats the URL: it would put the password on the screen.
-        try:
-            parts = urlsplit(value)
-            has_password = parts.password is not None
-        except ValueError:
-            raise ValueError("not a postgresql://USER@HOST:PORT/DATABASE URL") from None
-        if parts.scheme not in _SCHEMES or not parts.hostname:
-            raise ValueError("not a postgresql://USER@HOST:PORT/DATABASE URL")
-        if has_password or "password=" in (parts.query or "").lower():
-            raise ValueError(
-                f"holds a password: remove it from config.toml and put it in the {PASSWORD_ENV} environment "
-                f"variable or store it with `switch keys set {KEY_NAME}`"
-            )
-        return value

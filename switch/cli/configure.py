@@ -9,6 +9,8 @@ from typing import Any
 
 import typer
 
+from switch.config_schema import to_dict
+
 EXAMPLE = "config_example.toml"
 HIDDEN = "<set, not shown>"
 
@@ -22,7 +24,7 @@ def example_text() -> str:
 
 def effective(settings: Any) -> dict[str, Any]:
     """The settings in effect as plain data, defaults included; the access token never appears."""
-    data: dict[str, Any] = settings.model_dump(mode="json", exclude_none=True)
+    data: dict[str, Any] = to_dict(settings, exclude_none=True)
     if settings.server.access_token is not None:
         data["server"]["access_token"] = HIDDEN
     return data

@@ -147,6 +147,7 @@ def degraded_start(problem: Any) -> tuple[Any, Any]:
     from switch import locations
     from switch.budgets.presets import check_budget_presets
     from switch.config import LoadedConfig, file_signature, load_config
+    from switch.config_schema import to_dict
     from switch.errors import SwitchError
     from switch.keys import KeysFileError
     from switch.proxy.fail_open import FailOpen, fallback_settings
@@ -159,7 +160,7 @@ def degraded_start(problem: Any) -> tuple[Any, Any]:
     except SwitchError:
         settings = fallback_settings(path)
         # A digest no file has, so the first version of the file that loads is applied.
-        loaded = LoadedConfig(settings, path, "fail-open", file_signature(path), settings.server.model_dump())
+        loaded = LoadedConfig(settings, path, "fail-open", file_signature(path), to_dict(settings.server))
         config_broken = True
     state = FailOpen(
         problem.message,

@@ -3,6 +3,7 @@ config serving (and says why in the log and `/healthz`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -76,7 +77,7 @@ class ConfigFollower:
 
     def _apply(self, loaded: LoadedConfig) -> None:
         running = self.relay.settings
-        settings = loaded.settings.model_copy(update={"server": running.server})
+        settings = dataclasses.replace(loaded.settings, server=running.server)
         providers = {name: provider.api_key_env for name, provider in settings.providers.items()}
         if providers != {name: provider.api_key_env for name, provider in running.providers.items()}:
             self.relay.keys.reconfigure(providers)

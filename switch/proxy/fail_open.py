@@ -19,10 +19,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from switch import locations
 from switch.config import BUILTIN_PROVIDERS, NATIVE, Defaults, Provider, Server, Settings
+from switch.config_schema import SchemaError, validate
 from switch.files import atomic_write
 from switch.routing.classify import ROLES
 from switch.routing.presets import HarnessRoutes, Preset, PresetManager
@@ -54,8 +53,8 @@ def fallback_settings(path: Path) -> Settings:
     raw = _raw_table(path)
     server_table = raw.get("server")
     try:
-        server = Server.model_validate(server_table) if isinstance(server_table, dict) else Server()
-    except ValidationError:
+        server = validate(Server, server_table) if isinstance(server_table, dict) else Server()
+    except SchemaError:
         server = Server()
         # Whether to fail open at all is honoured even when another [server] key is broken.
         wanted = server_table.get("fail_open") if isinstance(server_table, dict) else None
@@ -64,12 +63,12 @@ def fallback_settings(path: Path) -> Settings:
     providers: dict[str, Provider] = {}
     user_providers = raw.get("providers")
     for name, builtin in BUILTIN_PROVIDERS.items():
-        providers[name] = Provider.model_validate(builtin)
+        providers[name] = validate(Provider, builtin)
         table = user_providers.get(name) if isinstance(user_providers, dict) else None
         if name in ("anthropic", "openai") and isinstance(table, dict):
             try:
-                providers[name] = Provider.model_validate({**builtin, **table})
-            except ValidationError:
+                providers[name] = validate(Provider, {**builtin, **table})
+            except SchemaError:
                 pass
     return Settings(server=server, defaults=Defaults(model=NATIVE), providers=providers)
 

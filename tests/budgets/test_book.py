@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from switch.budgets.book import BudgetBook, cap_effort
 from switch.budgets.periods import period_bounds
 from switch.config_budgets import EFFORT_ORDER, Budget
+from switch.config_schema import validate
 from switch.protocols.ir import Reasoning
 
-BLOCK_AT_ONE_DOLLAR = Budget.model_validate({"scope": "total", "period": "day", "limit_usd": 1.0})
+BLOCK_AT_ONE_DOLLAR = validate(Budget, {"scope": "total", "period": "day", "limit_usd": 1.0})
 
 
 def _row(started_at: float, cost: int, **fields: Any) -> dict[str, Any]:
@@ -92,7 +93,7 @@ class _DeletionsBy(dict[str, int]):
 def test_a_rollover_seen_by_the_writer_leaves_the_holds_to_the_event_loop() -> None:
     midnight = period_bounds("day", time.time())[1]
     now = [midnight - 60.0]
-    per_session = Budget.model_validate({"scope": "session", "period": "day", "limit_usd": 1.0})
+    per_session = validate(Budget, {"scope": "session", "period": "day", "limit_usd": 1.0})
     book = BudgetBook([per_session], clock=lambda: now[0])
     (tally,) = book.tallies
     tally.session_reserved = reserved = _DeletionsBy()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,8 @@ TRACEBACK = "Traceback (most recent call last)"
 def _numeric_fields(model: Any) -> list[str]:
     return [
         name
-        for name, field in model.model_fields.items()
-        if any(kind in str(field.annotation) for kind in ("int", "float")) and name != "port"
+        for name, hint in typing.get_type_hints(model).items()
+        if any(kind in str(hint) for kind in ("int", "float")) and name != "port"
     ]
 
 
