@@ -20,47 +20,18 @@ def _routing_settings() -> tuple[set[str], str]:
     return set(settings.providers), settings.defaults.model
 
 
-def _missing_active(name: str) -> str:
-    from switch.routing.presets import active_file, preset_files
-
-    known = ", ".join(sorted(preset_files())) or "none"
-    return (
-        f"{active_file()}: the active preset '{name}' does not exist (presets: {known}); "
-        "choose one with `switch use NAME`, or `switch use --none` for [defaults] model"
-    )
-
-
-def _invalid_active(name: str, problem: str) -> str:
-    return f"the active preset '{name}' is invalid: {problem}; fix it, or choose another with `switch use NAME`"
-
-
-def load_active(providers: set[str], default_model: str) -> Any:
-    """The active preset, None when none is chosen; PresetError (file, key, fix) when it cannot load."""
-    from switch.errors import PresetError
-    from switch.routing.presets import active_name, load_preset, preset_files
-
-    name = active_name()
-    if name is None:
-        return None
-    if name not in preset_files():
-        raise PresetError(_missing_active(name))
-    try:
-        return load_preset(name, providers, default_model)
-    except PresetError as exc:
-        raise PresetError(_invalid_active(name, exc.message)) from None
-
-
 def _refuse_broken_active(active: str | None, rows: list[dict[str, Any]]) -> None:
     """After the list: an active preset that cannot load gets its own `switch: …` line and exit code 2."""
     from switch.errors import PresetError
+    from switch.routing.presets import invalid_active, missing_active
 
     if active is None:
         return
     row = next((row for row in rows if row["name"] == active), None)
     if row is None:
-        raise PresetError(_missing_active(active))
+        raise PresetError(missing_active(active))
     if row["error"]:
-        raise PresetError(_invalid_active(active, row["error"]))
+        raise PresetError(invalid_active(active, row["error"]))
 
 
 def _describe(preset: Any) -> dict[str, Any]:

@@ -313,6 +313,33 @@ def active_name() -> str | None:
     return name or None
 
 
+def missing_active(name: str) -> str:
+    """The error line for an active preset whose file is gone."""
+    known = ", ".join(sorted(preset_files())) or "none"
+    return (
+        f"{active_file()}: the active preset '{name}' does not exist (presets: {known}); "
+        "choose one with `switch use NAME`, or `switch use --none` for [defaults] model"
+    )
+
+
+def invalid_active(name: str, problem: str) -> str:
+    """The error line for an active preset that does not load (`problem` says why)."""
+    return f"the active preset '{name}' is invalid: {problem}; fix it, or choose another with `switch use NAME`"
+
+
+def load_active(providers: set[str], default_model: str) -> Preset | None:
+    """The active preset, None when none is chosen; PresetError (file, key, fix) when it cannot load."""
+    name = active_name()
+    if name is None:
+        return None
+    if name not in preset_files():
+        raise PresetError(missing_active(name))
+    try:
+        return load_preset(name, providers, default_model)
+    except PresetError as exc:
+        raise PresetError(invalid_active(name, exc.message)) from None
+
+
 def set_active(name: str) -> None:
     """Make `name` the active preset (atomically, so a running proxy never reads half a name)."""
     target = active_file()

@@ -173,7 +173,7 @@ def test_the_writers_columns_module_is_what_the_class_defines() -> None:
 def test_serving_and_recording_never_import_sqlmodel() -> None:
     # The class costs ~20 MB and ~0.2 s at start; the proxy's writer needs only its generated constants.
     probe = (
-        "import sys, switch.proxy.app, switch.ledger.recorder, switch.cli.serve; "
+        "import sys, switch.proxy.app, switch.ledger.recorder, switch.proxy.server_main, switch.cli.serve; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlmodel', 'sqlalchemy')))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)

@@ -1,0 +1,128 @@
+"""`switch serve` serves from a lean process: the same PID as the command, without typer or the other commands.
+
+The typer command checks its options and execs `python -P -m switch.proxy.server_main`, so what systemd,
+launchd, `switch up` and a shell's `$!` know as the proxy's PID is the serving process, and the memory
+typer and every command module hold is not kept for the proxy's whole life.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+import switch
+from switch.proxy import server_main
+from tests.servers import end_process
+
+LISTENING = re.compile(r"^switch proxy listening on http://127\.0\.0\.1:(\d+) \(home .*, pid (\d+)\)$")
+IMPORT_HEADER = "import time: self [us] | cumulative | imported package"
+COMMAND_MODULES = ("typer", "switch.cli")
+
+
+@contextmanager
+def serving(
+    command: list[str], stderr: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[tuple[subprocess.Popen[str], int, int]]:
+    """`command` (a `switch serve --port 0`) running: (the process, the port and the pid its first line names)."""
+    with stderr.open("w") as errors:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().rstrip("\n")
+        match = LISTENING.match(line)
+        assert match, line + stderr.read_text()
+        yield process, int(match.group(1)), int(match.group(2))
+    finally:
+        end_process(process)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def console_script() -> str:
+    """The `switch` script installed beside this Python, as users start it."""
+    script = Path(sys.executable).with_name("switch")
+    if not script.exists():
+        pytest.skip("no `switch` console script beside this Python")
+    return str(script)
+
+
+@pytest.mark.parametrize("how", ["console script", "python -P -m switch"])
+def test_the_proxy_keeps_the_pid_it_was_started_with_and_runs_the_lean_module(tmp_path: Path, how: str) -> None:
+    command = [console_script()] if how == "console script" else [sys.executable, "-P", "-m", "switch"]
+    with serving([*command, "serve", "--port", "0"], tmp_path / "stderr") as (process, port, pid):
+        # The PID a supervisor or `switch up` holds is the one serving: it says so, and /healthz agrees.
+        assert pid == process.pid
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).json()
+        assert health["pid"] == process.pid
+        if sys.platform.startswith("linux"):
+            # What `ps` shows for the proxy: the lean module, not the `switch` command line.
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            assert b"switch.proxy.server_main" in cmdline
+            assert b"serve" not in cmdline
+
+
+def test_the_serving_process_never_imports_typer_or_the_commands(tmp_path: Path) -> None:
+    # Python logs every import to stderr under this variable; it survives the exec, so the last process
+    # in the log (after its own header) is the proxy, logged up to and through a served call.
+    env = {"PYTHONPROFILEIMPORTTIME": "1"}
+    stderr = tmp_path / "stderr"
+    with serving([sys.executable, "-P", "-m", "switch", "serve", "--port", "0"], stderr, env) as (process, port, _):
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+        end_process(process)
+    log = stderr.read_text()
+    command, proxy = log.split(IMPORT_HEADER)[-2:]
+    modules = {line.rsplit("|", 1)[-1].strip() for line in proxy.splitlines() if "|" in line}
+    assert {"uvicorn", "switch.proxy.app", "switch.service.activation"} <= modules
+    assert not {name for name in modules if name.split(".")[0] == "typer" or name.startswith("switch.cli")}
+    # The command's own process did load them: the split above is between the two processes.
+    assert "typer" in command
+
+
+def test_the_proxy_module_imports_nothing_of_the_command_line() -> None:
+    code = (
+        "import sys\n"
+        "import switch.proxy.server_main, switch.proxy.app, switch.service.activation, uvicorn\n"
+        f"loaded = [name for name in sys.modules if name.startswith({COMMAND_MODULES!r})]\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_in_process_serving_ends_a_broken_config_in_one_line_with_exit_code_2(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Windows serves in the command's own process (no exec there): the same line and code as the exec'd one.
+    (isolated_home / "config.toml").write_text("[server]\nport = 'high'\n")
+    assert server_main.main(["--log-level", "warning", "--port", "0"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("switch: ") and "server.port" in lines[0], lines
+
+
+def test_python_m_switch_serve_in_a_checkout_serves_that_checkouts_switch(tmp_path: Path) -> None:
+    # `python -m switch serve` from a source checkout imports switch from the working directory; `-P` keeps
+    # that off the proxy process's path, which must still run this checkout's switch, not an installed one.
+    checkout = tmp_path / "checkout"
+    shutil.copytree(Path(switch.__file__).parent, checkout / "switch", ignore=shutil.ignore_patterns("__pycache__"))
+    init = checkout / "switch" / "__init__.py"
+    init.write_text(init.read_text().replace(f'__version__ = "{switch.__version__}"', '__version__ = "0.0.0+checkout"'))
+    command = [sys.executable, "-m", "switch", "serve", "--port", "0"]
+    with serving(command, tmp_path / "stderr", cwd=checkout) as (_, port, _):
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).json()["version"] == "0.0.0+checkout"
