@@ -29,7 +29,7 @@ BATCHES = "SWITCH_BENCH_BATCH_LOG"
 
 
 def run_as_proxy(arguments: list[str]) -> None:
-    """`switch serve` with the writer's batch windows appended to the file named by $SWITCH_BENCH_BATCH_LOG."""
+    """The proxy (`switch serve`'s process) with the writer's batch windows appended to $SWITCH_BENCH_BATCH_LOG."""
     from switch.ledger import recorder
 
     out = open(os.environ[BATCHES], "a", encoding="utf-8")  # noqa: SIM115 - open for the process's life
@@ -43,10 +43,10 @@ def run_as_proxy(arguments: list[str]) -> None:
         out.flush()
 
     recorder.Recorder._flush = timed_flush  # type: ignore[method-assign]
-    from switch.cli import main
+    # The proxy's own process, as `switch serve` execs it (an exec would drop the wrapper above).
+    from switch.proxy.server_main import main
 
-    sys.argv = ["switch", *arguments]
-    main()
+    raise SystemExit(main(arguments))
 
 
 async def calls(port: int, count: int) -> list[tuple[float, float]]:
@@ -87,7 +87,7 @@ def main(args: argparse.Namespace) -> None:
         [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port)], env=env
     )
     proxy = subprocess.Popen(
-        [sys.executable, "-P", __file__, "--as-proxy", "serve", "--port", str(proxy_port)],
+        [sys.executable, "-P", __file__, "--as-proxy", "--port", str(proxy_port)],
         env=env,
         cwd=str(home),
         stdout=subprocess.DEVNULL,
