@@ -29,10 +29,14 @@ class Calls:
 
 
 async def _checks(calls: Calls, more: int) -> None:
-    """Until the trimmer has looked `more` more times."""
+    """Until the trimmer has looked `more` more times (each look is its own turn of the loop), within 30 s."""
     target = calls.checks + more
-    while calls.checks < target:
-        await asyncio.sleep(0)
+
+    async def looked() -> None:
+        while calls.checks < target:
+            await asyncio.sleep(0)  # hands the loop to the trimmer's task: the condition is polled, not a wait
+
+    await asyncio.wait_for(looked(), timeout=30)
 
 
 async def test_the_heap_is_trimmed_once_per_busy_spell_and_never_during_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
