@@ -176,6 +176,7 @@ class Exchange:
         cycle = cycle_behind(self.send)
         if cycle is None:
             return _TaskGuard(self, task).stop
+        cycle.hear_hangup()
         return _StreamGuard(self, cycle, task, _WATCH_PERIOD, None).stop
 
     def guard_stream(
@@ -198,6 +199,7 @@ class Exchange:
             task_guard = _TaskGuard(self, task)
             task_guard.add_ping(interval, ping)
             return task_guard.stop
+        cycle.hear_hangup()
         return _StreamGuard(self, cycle, task, interval, ping).stop
 
     async def _ping_when_silent(self, interval: float, ping: Callable[[], bytes]) -> None:

@@ -6,7 +6,8 @@ private request cycle (`uvicorn.protocols.http.httptools_impl.RequestResponseCyc
 behind the ASGI `send` bound method). It relies on these fields, and on nothing else of uvicorn:
 
     transport           the client's asyncio transport (written to)
-    flow                uvicorn's FlowControl: `write_paused` (client buffer full) and `drain()`
+    flow                uvicorn's FlowControl: `write_paused` (client buffer full), `drain()`, and
+                        `resume_reading()` (so a paused socket still sees the client hang up)
     disconnected        the client has gone
     response_complete   the response has ended (nothing may be written after it)
     chunked_encoding    True when the response is chunked (decided by our headers)
@@ -23,7 +24,7 @@ from typing import Any
 
 HTTPTOOLS_MODULE = "uvicorn.protocols.http.httptools_impl"
 CYCLE_FIELDS = ("transport", "flow", "disconnected", "response_complete", "chunked_encoding")
-FLOW_FIELDS = ("write_paused", "drain")
+FLOW_FIELDS = ("write_paused", "drain", "resume_reading")
 
 direct_streams = 0
 """Streams whose chunks went straight to uvicorn's socket (tests check the fast path engages)."""
@@ -43,6 +44,19 @@ class HttptoolsCycle:
     def gone(self) -> bool:
         """Whether the client has disconnected."""
         return bool(self.cycle.disconnected)
+
+    def hear_hangup(self) -> None:
+        """Read the client's socket again once its request body is in, so a hang-up is seen.
+
+        uvicorn pauses reading when a body chunk takes its buffer over 64 KiB and resumes only in
+        `receive`. When the last chunk of a large body paused it, nothing calls `receive` again on
+        this path, so the client's close was never read: a call whose client had left held its
+        upstream and its body's bytes until the upstream answered. uvicorn's own `receive` resumes
+        the same way; it pauses again by itself for a pipelined request.
+        """
+        cycle = self.cycle
+        if not cycle.disconnected and not cycle.response_complete:
+            cycle.flow.resume_reading()
 
     @property
     def write_paused(self) -> bool:
