@@ -97,6 +97,10 @@ class SwitchDashboard(App[None]):
 
     def refresh_data(self) -> None:
         """Ask the visible pane to reload."""
+        if not self.is_running:
+            # Quitting: Textual removes the panes before it stops this timer, and a tick in between
+            # found no pane for the active tab and ended the dashboard with a traceback.
+            return
         if self.ledger_problem is not None and self.ledger.problem() is None:
             # Fixed (the file moved aside, a new ledger started): read the file at the path from now on.
             self.ledger_problem = None

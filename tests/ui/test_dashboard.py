@@ -323,3 +323,16 @@ async def test_choosing_a_broken_preset_leaves_the_active_one_like_switch_use(
         assert active_name() == "kimi-k3"
         assert "Preset not changed" in await shown_eventually(app, pilot, "Preset not changed")
         assert table.get_row_at(names.index("kimi-k3"))[0] == "●"
+
+
+async def test_quitting_while_the_refresh_timer_runs_ends_cleanly(isolated_home: Path) -> None:
+    # Textual removes the panes before it stops the app's timers; a refresh in between found no pane for
+    # the active tab and the dashboard ended with a traceback (a CI failure). A 1 ms poll makes the tick
+    # land in that gap on every quit.
+    path = isolated_home / "ledger.db"
+    seed_ledger(path, 30, FROZEN_NOW, 3600)
+    app = make_app(path, clock=lambda: FROZEN_NOW, poll=0.001)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.press("p")
+        await pilot.pause(0.2)
+    assert app.return_code in (0, None)
