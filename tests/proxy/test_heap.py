@@ -60,6 +60,37 @@ async def test_the_heap_is_trimmed_once_per_busy_spell_and_never_during_a_call(m
         task.cancel()
 
 
+class SteadyLoad(Calls):
+    """A call begins between every two looks of the trimmer while `loading`; none is running at a look."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loading = True
+
+    @property
+    def served(self) -> int:
+        self.checks += 1
+        if self.loading:
+            self._served += 1
+        return self._served
+
+
+async def test_a_steady_load_is_never_paused_for_a_trim_only_its_end_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No call is running at any look, yet the next one is about to begin: a trim there delays it.
+    monkeypatch.setattr(heap, "HEAP_CHECK_S", 0.001)
+    trims: list[int] = []
+    calls = SteadyLoad()
+    task = asyncio.create_task(heap.return_freed_heap(calls, lambda: trims.append))
+    try:
+        await _checks(calls, 20)
+        assert trims == []
+        calls.loading = False
+        await _checks(calls, 5)
+        assert trims == [0]  # the first whole period without a new call
+    finally:
+        task.cancel()
+
+
 async def test_without_a_trim_function_the_trimmer_stops(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heap, "HEAP_CHECK_S", 0.001)
     calls = Calls()
