@@ -231,6 +231,7 @@ class Recorder:
 
     def _serve(self) -> None:
         self._warm_prices()
+        self._open_ledger()
         self._replay()
         while True:
             stopping = self._gather()
@@ -255,6 +256,15 @@ class Recorder:
             self.pricer.warm()
         except Exception as exc:
             self._failed("pricing", exc, "calls are recorded unpriced until the price table can be read")
+
+    def _open_ledger(self) -> None:
+        # Also at start: creating and migrating a new ledger is several milliseconds of SQLite work with
+        # no point to give way at; in the first batch it held up the calls of the proxy's first moments.
+        try:
+            self._connect()
+        except Exception as exc:  # the first batch tries again, and spills if it must
+            self._failed("database", exc, f"rows go to {self.spill} until it can be written")
+            self._drop_connection()
 
     def _gather(self) -> bool:
         """Take the next batch off the queue; True once `close` asked to stop."""

@@ -240,3 +240,32 @@ def test_two_writers_on_one_spill_file_cannot_share_it_and_lose_no_call(isolated
         wait_until(lambda: len(rows(isolated_home)) == 36, what="all 36 calls in the ledger")
     assert indexes(isolated_home) == list(range(36))
     assert not spill.exists()
+
+
+def _has_calls_table(database: Path) -> bool:
+    if not database.exists():
+        return False
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        return connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'calls'").fetchone() is not None
+    finally:
+        connection.close()
+
+
+def test_the_writer_creates_the_ledger_at_start_not_in_the_first_calls_batch(isolated_home: Path) -> None:
+    # Creating and migrating a ledger is SQLite work with no point to give way at: in the first batch it
+    # held up the calls of the proxy's first moments (bench/tail_cause.py).
+    with running(Recorder(pricer_for(load_settings()), batch_window=0)):
+        wait_until(lambda: _has_calls_table(isolated_home / "ledger.db"), what="the ledger to be created")
+        assert rows(isolated_home) == []  # before any call was submitted
+
+
+def test_a_ledger_locked_at_start_still_takes_the_calls_once_it_is_free(isolated_home: Path) -> None:
+    database = isolated_home / "ledger.db"
+    sqlite3.connect(database).close()
+    with DatabaseLock(database) as lock, running(Recorder(pricer_for(load_settings()), batch_window=0)) as recorder:
+        wait_until(lambda: recorder.last_error is not None, what="the writer to find the ledger locked")
+        recorder.submit(record(1))
+        wait_until(lambda: recorder.spilled == 1, what="the call to go to the spill file")
+        lock.release()
+        wait_until(lambda: indexes(isolated_home) == [1], what="the call to reach the ledger")
