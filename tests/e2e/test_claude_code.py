@@ -20,7 +20,7 @@ from typing import Any
 
 from tests.e2e.conftest import ORCHESTRATOR_MODEL, SUBAGENT_MODEL, Harness, check_ledger, has_tool_result
 from tests.fake_upstream import ToolCall, Turn
-from tests.servers import start_serve
+from tests.servers import start_serve, wait_until
 
 ALLOWED = ["--allowedTools", "Write,Bash,Read,Agent,Task"]
 
@@ -82,13 +82,25 @@ def test_subagent_is_served_by_the_subagent_model(harness: Callable[..., Harness
     assert {r["role"] for r in rows if r["served_model"] == ORCHESTRATOR_MODEL} == {"orchestrator"}
 
 
-def _screen_text(raw: bytes) -> str:
-    """What a terminal shows, squeezed: escape sequences and all whitespace removed (Ink moves the cursor
-    over unchanged cells instead of writing spaces)."""
-    text = re.sub(
-        r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]", "", raw.decode("utf-8", "replace")
-    )
-    return re.sub(r"\s+", "", text)
+class _Terminal:
+    """A real terminal's cells (pyte), fed the CLI's output as it arrives.
+
+    Ink redraws only the cells that changed, so the raw bytes of a redrawn line miss every character it
+    shares with the line before it: the screen, not the byte stream, shows what the user sees.
+    """
+
+    def __init__(self, columns: int, rows: int) -> None:
+        import pyte
+
+        self.screen = pyte.Screen(columns, rows)
+        self.stream = pyte.ByteStream(self.screen)
+
+    def feed(self, data: bytes) -> None:
+        self.stream.feed(data)
+
+    def squeezed(self) -> str:
+        """The screen's text with all whitespace removed."""
+        return re.sub(r"\s+", "", "".join(self.screen.display))
 
 
 def test_status_line_shows_the_served_model_in_the_interactive_cli(
@@ -111,6 +123,9 @@ def test_status_line_shows_the_served_model_in_the_interactive_cli(
     config = (run.switch_home / "config.toml").read_text()
     port = int(re.search(r"port = (\d+)", config).group(1))  # type: ignore[union-attr]
     proxy = start_serve(port, run.env)
+    # The proxy's writer creates the ledger as it starts, before any call: the status line then says that
+    # this session has had none.
+    wait_until(lambda: (run.switch_home / "ledger.db").exists(), what="the proxy to create its ledger")
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 250, 0, 0))
     claude = subprocess.Popen(
@@ -123,28 +138,26 @@ def test_status_line_shows_the_served_model_in_the_interactive_cli(
         start_new_session=True,
     )
     os.close(terminal)
-    screen = b""
+    shown = _Terminal(250, 40)
 
     def wait_for(squeezed: str, timeout: float) -> None:
-        nonlocal screen
         deadline = time.monotonic() + timeout
-        while squeezed not in _screen_text(screen):
-            assert time.monotonic() < deadline, f"never showed {squeezed!r}: {_screen_text(screen)[-1500:]}"
+        while squeezed not in shown.squeezed():
+            assert time.monotonic() < deadline, f"never showed {squeezed!r}: {shown.squeezed()[-1500:]}"
             ready, _, _ = select.select([controller], [], [], 0.2)
             if ready:
                 try:
-                    screen += os.read(controller, 65536)
+                    shown.feed(os.read(controller, 65536))
                 except OSError:  # the terminal closed: the CLI exited
-                    raise AssertionError(f"claude exited: {_screen_text(screen)[-1500:]}") from None
+                    raise AssertionError(f"claude exited: {shown.squeezed()[-1500:]}") from None
 
     try:
-        wait_for("switch·nocallsrecordedyet", 120)  # the status line ran before the first message
+        wait_for("switch·nocallsthroughswitchinthissessionyet", 120)  # the status line ran before the first message
         os.write(controller, b"say hi")
         wait_for("sayhi", 30)
         os.write(controller, b"\r")
         wait_for("HellofromKimi.", 120)
-        # The line is redrawn in place: Ink rewrites only the cells that changed, so "switch · " is not resent.
-        wait_for(f"orchestrator{ORCHESTRATOR_MODEL}·spent", 60)
+        wait_for(f"switch·orchestrator{ORCHESTRATOR_MODEL}·spent", 60)
     finally:
         os.killpg(claude.pid, signal.SIGKILL)
         claude.wait(timeout=30)
