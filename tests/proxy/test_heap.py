@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -39,12 +41,21 @@ async def _checks(calls: Calls, more: int) -> None:
     await asyncio.wait_for(looked(), timeout=30)
 
 
-async def test_the_heap_is_trimmed_once_per_busy_spell_and_never_during_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(heap, "HEAP_CHECK_S", 0.001)
+@contextlib.asynccontextmanager
+async def trimming(calls: Calls) -> AsyncIterator[list[int]]:
+    """The trimmer running over `calls` (a look every millisecond); yields the trims it made."""
     trims: list[int] = []
-    calls = Calls()
     task = asyncio.create_task(heap.return_freed_heap(calls, lambda: trims.append))
     try:
+        yield trims
+    finally:
+        task.cancel()
+
+
+async def test_the_heap_is_trimmed_once_per_busy_spell_and_never_during_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "HEAP_CHECK_S", 0.001)
+    calls = Calls()
+    async with trimming(calls) as trims:
         await _checks(calls, 5)
         assert trims == []  # nothing was served: nothing to give back
         calls.serve(3, running=True)
@@ -56,8 +67,6 @@ async def test_the_heap_is_trimmed_once_per_busy_spell_and_never_during_a_call(m
         calls.serve(1)
         await _checks(calls, 5)
         assert trims == [0, 0]
-    finally:
-        task.cancel()
 
 
 class SteadyLoad(Calls):
@@ -78,17 +87,13 @@ class SteadyLoad(Calls):
 async def test_a_steady_load_is_never_paused_for_a_trim_only_its_end_is(monkeypatch: pytest.MonkeyPatch) -> None:
     # No call is running at any look, yet the next one is about to begin: a trim there delays it.
     monkeypatch.setattr(heap, "HEAP_CHECK_S", 0.001)
-    trims: list[int] = []
     calls = SteadyLoad()
-    task = asyncio.create_task(heap.return_freed_heap(calls, lambda: trims.append))
-    try:
+    async with trimming(calls) as trims:
         await _checks(calls, 20)
         assert trims == []
         calls.loading = False
         await _checks(calls, 5)
         assert trims == [0]  # the first whole period without a new call
-    finally:
-        task.cancel()
 
 
 async def test_without_a_trim_function_the_trimmer_stops(monkeypatch: pytest.MonkeyPatch) -> None:
