@@ -176,7 +176,6 @@ class Exchange:
         cycle = cycle_behind(self.send)
         if cycle is None:
             return _TaskGuard(self, task).stop
-        cycle.hear_hangup()
         return _StreamGuard(self, cycle, task, _WATCH_PERIOD, None).stop
 
     def guard_stream(
@@ -199,7 +198,6 @@ class Exchange:
             task_guard = _TaskGuard(self, task)
             task_guard.add_ping(interval, ping)
             return task_guard.stop
-        cycle.hear_hangup()
         return _StreamGuard(self, cycle, task, interval, ping).stop
 
     async def _ping_when_silent(self, interval: float, ping: Callable[[], bytes]) -> None:
@@ -275,6 +273,7 @@ class _StreamGuard:
         self.interval = interval
         self.period = min(interval, 0.25)
         self.ping = ping
+        cycle.hear_hangup()  # the timer reads `cycle.gone`: the socket must be read for it to change
         self.handle: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(self.period, self.tick)
         exchange._guard = self
 

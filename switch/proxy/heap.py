@@ -55,8 +55,9 @@ async def return_freed_heap(calls: Calls, trimmer: Callable[[], Callable[[int], 
     while True:
         await asyncio.sleep(HEAP_CHECK_S)
         served = calls.served
-        began_meanwhile, seen = served != seen, served
-        if served == trimmed_at or began_meanwhile or calls.busy:
+        quiet = served == seen  # no call began during the period just ended
+        seen = served
+        if not quiet or served == trimmed_at or calls.busy:
             continue
         trimmed_at = served
         if trim is None:

@@ -335,4 +335,4 @@ async def test_quitting_while_the_refresh_timer_runs_ends_cleanly(isolated_home:
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.press("p")
         await pilot.pause(0.2)
-    assert app.return_code in (0, None)
+    assert app.return_code is None  # Textual sets 1 when a handler raised (and run_test re-raises it)
