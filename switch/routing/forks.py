@@ -6,9 +6,11 @@ parent's history, and a last user turn holding a `<fork-boilerplate>` block. Wit
 `CLAUDE_CODE_GATEWAY_HINT_HEADERS=1` nothing in the headers says so, so switch keeps, per session, what the
 orchestrator last sent and compares a subagent call that carries the marker against it.
 
-Only references to what the parsed body already holds are kept (no hashing, no copying); the comparison
-runs only on a subagent call whose last user turn carries the marker, which is the fork's first call. Its
-later turns end in tool results instead, so the agent ids found to be forks are remembered too.
+What is kept per session is what the comparison reads: the system texts (the body's own strings, not
+copies) and the tool names. The tools themselves, whose JSON schemas parse to several times their tens of
+KB, are let go with the call. The comparison runs only on a subagent call whose last user turn carries the
+marker, which is the fork's first call. Its later turns end in tool results instead, so the agent ids found
+to be forks are remembered too.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from switch.routing.classify import CallInfo
 
 FORK_MARKER = "<fork-boilerplate>"
 _BILLING_PREFIX = "x-anthropic-billing-header:"
-# A live session is a few; each entry holds one request's system and tools (tens of KB).
+# A live session is a few; each entry holds one request's system texts and tool names (tens of KB).
 _SESSIONS = 64
 _FORK_AGENTS = 1024
 
@@ -70,7 +72,7 @@ class ForkMatcher:
 
     def __init__(self, sessions: int = _SESSIONS) -> None:
         self.sessions = sessions
-        self._orchestrators: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+        self._orchestrators: OrderedDict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = OrderedDict()
         self._forks: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def refine(self, info: CallInfo, body: Any) -> CallInfo:
@@ -78,8 +80,7 @@ class ForkMatcher:
         if info.harness != "claude-code" or info.session_id is None or not isinstance(body, dict):
             return info
         if info.role == "orchestrator" and info.kind is None:
-            # Kept as the body's own objects: comparing them later costs nothing now.
-            self._orchestrators[info.session_id] = (body.get("system"), body.get("tools"))
+            self._orchestrators[info.session_id] = (_prompt(body), _tool_names(body))
             self._orchestrators.move_to_end(info.session_id)
             while len(self._orchestrators) > self.sessions:
                 self._orchestrators.popitem(last=False)
@@ -93,9 +94,8 @@ class ForkMatcher:
         remembered = self._orchestrators.get(info.session_id)
         if remembered is None:
             return info
-        system, tools = remembered
-        orchestrator = {"system": system, "tools": tools}
-        if _prompt(body) != _prompt(orchestrator) or _tool_names(body) != _tool_names(orchestrator):
+        prompt, tool_names = remembered
+        if _prompt(body) != prompt or _tool_names(body) != tool_names:
             return info
         if info.agent_id is not None:
             self._forks[(info.session_id, info.agent_id)] = None

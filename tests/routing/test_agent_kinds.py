@@ -4,8 +4,10 @@ them (`CLAUDE_CODE_GATEWAY_HINT_HEADERS=1`), else from the body, on real capture
 from __future__ import annotations
 
 import copy
+import tracemalloc
 from typing import Any
 
+import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -197,3 +199,30 @@ def test_any_hints_and_body_classify_without_error(
         assert info.parent_agent_id == (parent or None)
         if agent_type == "fork":
             assert info.kind == "fork" and info.role == "subagent"
+
+
+def test_the_fork_memory_keeps_each_sessions_prompt_and_tool_names_not_its_tool_schemas() -> None:
+    # Each session's entry must cost about its system text, not the parsed tool schemas (several times
+    # their JSON): 64 Claude Code sessions would otherwise hold tens of MB of a long-running proxy.
+    headers, body = _call("claude_code_fork/01_POST_v1_messages.json")
+    raw = orjson.dumps(body)
+    system_bytes = sum(len(block["text"]) for block in body["system"])
+    sessions = 64
+    matcher = ForkMatcher(sessions=sessions)
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for number in range(sessions):
+            parsed = orjson.loads(raw)
+            session_headers = {**headers, "x-claude-code-session-id": f"session-{number}"}
+            matcher.refine(classify(session_headers, parsed), parsed)
+            del parsed
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    per_session = (kept - before) / sessions
+    assert per_session < system_bytes + 4096, (per_session, system_bytes, len(raw))
+    # The memory still recognises the fork of the last session it was told about.
+    fork_headers, fork_body = _call("claude_code_fork/02_POST_v1_messages.json")
+    last = {**fork_headers, "x-claude-code-session-id": f"session-{sessions - 1}"}
+    assert matcher.refine(classify(last, fork_body), fork_body).kind == "fork"
