@@ -17,18 +17,29 @@ log = logging.getLogger(__name__)
 
 
 class ReasoningCache:
-    """Reasoning text by tool-call id, so it can be sent back even when a client drops it."""
+    """Reasoning text by tool-call id, so it can be sent back even when a client drops it.
 
-    def __init__(self, capacity: int = 4096) -> None:
+    Bounded in entries and in characters: one reasoning can run to tens of KB, and 4,096 of those
+    would hold a long-running proxy's memory at hundreds of MB. The newest entry is always kept.
+    """
+
+    def __init__(self, capacity: int = 4096, max_chars: int = 4 * 1024 * 1024) -> None:
         self._capacity = capacity
+        self._max_chars = max_chars
         self._entries: OrderedDict[str, str] = OrderedDict()
+        self.chars = 0
+        """Characters of reasoning held now."""
 
     def put(self, call_id: str, reasoning: str) -> None:
-        """Remember `reasoning` for `call_id`, evicting the oldest entry when full."""
+        """Remember `reasoning` for `call_id`, evicting the oldest entries while over either bound."""
+        replaced = self._entries.pop(call_id, None)
+        if replaced is not None:
+            self.chars -= len(replaced)
         self._entries[call_id] = reasoning
-        self._entries.move_to_end(call_id)
-        while len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
+        self.chars += len(reasoning)
+        while len(self._entries) > 1 and (len(self._entries) > self._capacity or self.chars > self._max_chars):
+            _, evicted = self._entries.popitem(last=False)
+            self.chars -= len(evicted)
 
     def get(self, call_id: str) -> str | None:
         """The reasoning remembered for `call_id`, if any."""
