@@ -399,7 +399,8 @@ class Relay:
         if history is None:
             raise ClientRequestError(
                 f"Previous response with id '{previous_id}' not found. switch keeps the last "
-                f"{self.responses.capacity} stored responses in memory; send the full input instead.",
+                f"{self.responses.capacity} stored responses in memory, up to "
+                f"{self.responses.max_chars // (1024 * 1024)} MiB of text in all; send the full input instead.",
                 param="previous_response_id",
             )
         return replace(request, messages=history + request.messages)

@@ -11,7 +11,7 @@ from typing import Any
 
 from switch import keys
 from switch.errors import KeyMissingError
-from switch.protocols.ir import Message
+from switch.protocols.ir import DocumentPart, Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 log = logging.getLogger(__name__)
 
@@ -138,22 +138,54 @@ class KeyCache:
             self._wake.clear()
 
 
-class ResponseStore:
-    """Recent Responses conversations by response id, for `previous_response_id`."""
+def _part_chars(part: Part) -> int:
+    if isinstance(part, ToolResultPart):
+        return sum(_part_chars(inner) for inner in part.content)
+    if isinstance(part, ToolCallPart):
+        return len(part.arguments)
+    if isinstance(part, (TextPart, ReasoningPart)):
+        return len(part.text)
+    if isinstance(part, DocumentPart):
+        return len(part.data or "") + len(part.text or "") + len(part.url or "")
+    return len(part.data or "") + len(part.url or "")
 
-    def __init__(self, capacity: int = 128) -> None:
+
+def conversation_chars(messages: tuple[Message, ...]) -> int:
+    """The characters a conversation's parts carry: what keeping it costs, within a small factor."""
+    return sum(_part_chars(part) for message in messages for part in message.parts)
+
+
+class ResponseStore:
+    """Recent Responses conversations by response id, for `previous_response_id`.
+
+    Bounded in entries and in characters: a harness that sends its whole input on every call with
+    `store` left on would otherwise keep 128 copies of its longest conversations. A chain counts its
+    shared history once per entry, so the bound errs on the side of memory. The newest is always kept.
+    """
+
+    def __init__(self, capacity: int = 128, max_chars: int = 32 * 1024 * 1024) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, tuple[tuple[Message, ...], int]] = OrderedDict()
+        self.chars = 0
+        """Characters of the conversations held now."""
 
     def put(self, response_id: str, messages: tuple[Message, ...]) -> None:
         """Remember the full conversation that ended in `response_id`."""
-        self._entries[response_id] = messages
-        while len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
+        replaced = self._entries.pop(response_id, None)
+        if replaced is not None:
+            self.chars -= replaced[1]
+        size = conversation_chars(messages)
+        self._entries[response_id] = (messages, size)
+        self.chars += size
+        while len(self._entries) > 1 and (len(self._entries) > self.capacity or self.chars > self.max_chars):
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self.chars -= evicted
 
     def get(self, response_id: str) -> tuple[Message, ...] | None:
         """The conversation up to and including `response_id`, if still kept."""
-        return self._entries.get(response_id)
+        found = self._entries.get(response_id)
+        return None if found is None else found[0]
 
 
 class SessionAffinity:
