@@ -116,10 +116,11 @@ def write_config(home: Path, text: str) -> None:
 
 @pytest.fixture
 def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
-    """Start the real proxy app on a loopback port with the given config.toml text."""
+    """Start the real proxy app on a loopback port with the given config.toml text (on switch's own HTTP
+    protocol, as `switch serve` runs it, unless `http` names one of uvicorn's)."""
     stack: list[Any] = []
 
-    def start(config_text: str = "", sink: Any = None, http: str = "auto", **settings_overrides: Any) -> Proxy:
+    def start(config_text: str = "", sink: Any = None, http: str = "switch", **settings_overrides: Any) -> Proxy:
         write_config(isolated_home, config_text)
         settings = load_settings()
         for key, value in settings_overrides.items():
@@ -149,7 +150,7 @@ def kimi_proxy_on(
     config: str = "",
     **server: Any,
 ) -> Proxy:
-    """The proxy routing everything to the fake chat upstream, on uvicorn's `http` protocol (`config`: more TOML,
+    """The proxy routing everything to the fake chat upstream, on the `http` protocol (`config`: more TOML,
     `server`: `[server]` settings over the test defaults)."""
     fake, url = fake_chat
     monkeypatch.setenv("BASETEN_API_KEY", FAKE_BASETEN_KEY)
@@ -167,7 +168,7 @@ def kimi_proxy(
     fake_chat: tuple[FakeChatUpstream, str], start_proxy: Callable[..., Proxy], monkeypatch: pytest.MonkeyPatch
 ) -> Proxy:
     """The proxy routing everything to the fake chat upstream as `baseten/moonshotai/Kimi-K3`."""
-    return kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "auto")
+    return kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "switch")
 
 
 @pytest.fixture

@@ -1,4 +1,7 @@
-"""Real loopback servers for tests: any ASGI app on uvicorn, 127.0.0.1, a free port, in a thread."""
+"""Real loopback servers for tests: any ASGI app on uvicorn, 127.0.0.1, a free port, in a thread.
+
+`http="switch"` serves it on switch's own HTTP/1.1 protocol (switch.proxy.http_server), as `switch serve`
+does, with the default connection limits; any other value is uvicorn's `http` option."""
 
 from __future__ import annotations
 
@@ -23,9 +26,19 @@ class _QuietServer(uvicorn.Server):
 
 @contextmanager
 def serve(app: Any, http: str = "auto") -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL; `http`: uvicorn's protocol."""
+    """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL; `http`: the protocol (see above)."""
+    protocol: Any = http
+    if http == "switch":
+        from switch.config import Server
+        from switch.proxy.connections import ConnectionLimits
+        from switch.proxy.http_server import http_protocol
+
+        defaults = Server()
+        protocol = http_protocol(
+            ConnectionLimits(defaults.header_timeout, defaults.body_timeout, defaults.max_connections)
+        )
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto", http=http
+        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto", http=protocol
     )
     server = _QuietServer(config)
 

@@ -1,8 +1,11 @@
 """One client exchange over raw ASGI: read the body once, answer or stream back.
 
 Raw ASGI instead of Starlette request/response objects keeps the per-request cost low: the body is
-read into one bytes object, headers are decoded once, and streamed chunks go straight to `send`
-(or, on uvicorn's httptools protocol, to its socket: `uvicorn_fast`).
+read into one bytes object, headers are decoded once, and streamed chunks go straight to `send`.
+On switch's own server (`http_server`, whose cycle is behind `send`) a whole answer goes out in one
+write, streamed chunks are framed and written to the socket directly, and a client that hangs up is
+reported the moment its connection closes; on any other ASGI server the same happens through `send`,
+`receive` and side tasks.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import orjson
 
 from switch.errors import ClientRequestError
 from switch.proxy.body_budget import BodyBudget
-from switch.proxy.uvicorn_fast import HttptoolsCycle, cycle_behind, direct_writer
+from switch.proxy.http_server import Cycle
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -62,6 +65,7 @@ class Exchange:
         "last_send",
         "finished",
         "route",
+        "_cycle",
         "_direct",
         "_guard",
         "budget",
@@ -84,8 +88,12 @@ class Exchange:
         self.last_send = 0.0
         self.finished = False
         self.route = b""
-        self._direct: HttptoolsCycle | None = None
-        self._guard: _StreamGuard | _TaskGuard | None = None
+        # On switch's own server `send` is its cycle's bound method (the scope does not hold the cycle:
+        # the cycle holds the scope, and a reference back would tie each call into a reference cycle).
+        cycle = getattr(send, "__self__", None)
+        self._cycle: Cycle | None = cycle if type(cycle) is Cycle else None
+        self._direct: Cycle | None = None
+        self._guard: _CycleGuard | _TaskGuard | None = None
         self.budget: BodyBudget | None = None
         """Where the body's bytes are counted while the call lasts (see switch.proxy.body_budget)."""
         self.held = 0
@@ -134,8 +142,12 @@ class Exchange:
         all_headers.append((b"content-length", str(len(body)).encode()))
         if self.route:
             all_headers.append((b"x-switch-route", self.route))
-        await self.send({"type": "http.response.start", "status": status, "headers": all_headers})
-        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+        cycle = self._cycle
+        if cycle is not None:
+            await cycle.respond(status, all_headers, body)
+        else:
+            await self.send({"type": "http.response.start", "status": status, "headers": all_headers})
+            await self.send({"type": "http.response.body", "body": body, "more_body": False})
         self.finished = True
 
     async def start_stream(self, headers: list[tuple[bytes, bytes]], status: int = 200) -> None:
@@ -146,7 +158,8 @@ class Exchange:
         if self.route:
             headers = [*headers, (b"x-switch-route", self.route)]
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
-        self._direct = direct_writer(self.send)
+        cycle = self._cycle
+        self._direct = cycle.direct() if cycle is not None else None
 
     async def send_chunk(self, data: bytes) -> None:
         """Send part of a streamed body."""
@@ -173,20 +186,19 @@ class Exchange:
         guard = self._guard
         if guard is not None and guard.task is task:
             return guard.stop
-        cycle = cycle_behind(self.send)
+        cycle = self._cycle
         if cycle is None:
             return _TaskGuard(self, task).stop
-        return _StreamGuard(self, cycle, task, _WATCH_PERIOD, None).stop
+        return _CycleGuard(self, cycle, task).stop
 
     def guard_stream(
         self, task: asyncio.Task[Any], interval: float, ping: Callable[[], bytes] | None = None
     ) -> Callable[[], None]:
         """While `task` streams: cancel it if the client leaves, send `ping()` after `interval` of silence.
 
-        Returns the function that stops both. On uvicorn's httptools cycle this is one timer that
-        looks at the connection's state, instead of two tasks per stream (one parked on `receive`
-        for the disconnect, one sleeping for pings): a departed client is noticed within a quarter
-        of a second, and the stream starts sooner.
+        Returns the function that stops both. On switch's server the hang-up comes from the connection
+        and the pings from one timer; elsewhere two side tasks do it (one parked on `receive` for the
+        disconnect, one sleeping for pings).
         """
         guard = self._guard
         if guard is not None:
@@ -198,7 +210,9 @@ class Exchange:
             task_guard = _TaskGuard(self, task)
             task_guard.add_ping(interval, ping)
             return task_guard.stop
-        return _StreamGuard(self, cycle, task, interval, ping).stop
+        cycle_guard = _CycleGuard(self, cycle, task)
+        cycle_guard.add_ping(interval, ping)
+        return cycle_guard.stop
 
     async def _ping_when_silent(self, interval: float, ping: Callable[[], bytes]) -> None:
         while True:
@@ -222,9 +236,6 @@ class Exchange:
                 if not self.finished:
                     task.cancel()
                 return
-
-
-_WATCH_PERIOD = 0.25
 
 
 class _TaskGuard:
@@ -253,68 +264,61 @@ class _TaskGuard:
             self.exchange._guard = None
 
 
-class _StreamGuard:
-    """The timer behind `Exchange.guard_stream` and `watch_client` on uvicorn's cycle; re-arms itself
-    until stopped. Pings need the direct writer, so they are added only once the stream started."""
+class _CycleGuard:
+    """`Exchange.watch_client` and `guard_stream` on switch's server: the cycle calls back when the client
+    leaves, and a timer pings a silent stream. Pings need the direct writer, so they are added only once
+    the stream started."""
 
-    __slots__ = ("exchange", "cycle", "task", "interval", "period", "ping", "handle")
+    __slots__ = ("exchange", "cycle", "task", "interval", "ping", "handle")
 
-    def __init__(
-        self,
-        exchange: Exchange,
-        cycle: HttptoolsCycle,
-        task: asyncio.Task[Any],
-        interval: float,
-        ping: Callable[[], bytes] | None,
-    ) -> None:
+    def __init__(self, exchange: Exchange, cycle: Cycle, task: asyncio.Task[Any]) -> None:
         self.exchange = exchange
         self.cycle = cycle
         self.task = task
-        self.interval = interval
-        self.period = min(interval, 0.25)
-        self.ping = ping
-        cycle.hear_hangup()  # the timer reads `cycle.gone`: the socket must be read for it to change
-        self.handle: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(self.period, self.tick)
+        self.interval = 0.0
+        self.ping: Callable[[], bytes] | None = None
+        self.handle: asyncio.TimerHandle | None = None
         exchange._guard = self
+        cycle.on_hangup(self.hung_up)
+
+    def hung_up(self) -> None:
+        """The client left before the answer was complete: the call is cancelled, upstream included."""
+        self.exchange.disconnected = True
+        self.task.cancel()
+        self.stop()
 
     def add_ping(self, interval: float, ping: Callable[[], bytes] | None) -> bool:
         """Also ping after `interval` of silence; False when the stream cannot be written directly."""
-        if self.handle is None:
-            return False
-        direct = self.exchange._direct
-        # The watch's cycle and the stream's writer wrap the same uvicorn cycle when the stream is direct.
-        if ping is not None and (direct is None or direct.cycle is not self.cycle.cycle):
+        if ping is None:
+            return True
+        if self.exchange._direct is not self.cycle:
             return False
         self.interval = interval
-        self.period = min(interval, _WATCH_PERIOD)
         self.ping = ping
+        if self.handle is None:
+            self.handle = asyncio.get_running_loop().call_later(interval, self.tick)
         return True
 
     def tick(self) -> None:
-        """Cancel the stream if the client left; ping it if it has been silent for `interval`."""
+        """Ping the client if the stream has been silent for `interval`; then wait for the next silence."""
         # The handle is dropped whenever the timer stops: kept, it would tie this guard (and the
         # stream's state through `ping`) into a reference cycle with its own bound method.
         self.handle = None
-        exchange, cycle = self.exchange, self.cycle
-        if exchange.finished:
-            self.stop()
+        exchange, cycle, ping = self.exchange, self.cycle, self.ping
+        if exchange.finished or ping is None:
             return
-        if cycle.gone:
-            exchange.disconnected = True
-            self.task.cancel()
-            self.stop()
-            return
-        ping = self.ping
-        if ping is not None and time.perf_counter() - exchange.last_send >= self.interval:
-            if not cycle.write_paused:
-                data = ping()
-                exchange.response_bytes += len(data)
-                exchange.last_send = time.perf_counter()
-                cycle.write_chunk(data)
-        self.handle = asyncio.get_running_loop().call_later(self.period, self.tick)
+        now = time.perf_counter()
+        if now - exchange.last_send >= self.interval and not cycle.write_paused:
+            data = ping()
+            exchange.response_bytes += len(data)
+            exchange.last_send = now
+            cycle.write_chunk(data)
+        wait = max(exchange.last_send + self.interval - now, self.interval / 4)
+        self.handle = asyncio.get_running_loop().call_later(wait, self.tick)
 
     def stop(self) -> None:
-        """Stop the timer."""
+        """Stop watching (and pinging)."""
+        self.cycle.on_hangup(None)
         if self.handle is not None:
             self.handle.cancel()
             self.handle = None

@@ -258,14 +258,15 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
 
         shipper = start_shipper(settings)
     _tune_gc()
-    from switch.proxy.connections import ConnectionLimits, limited_protocol
+    from switch.proxy.connections import ConnectionLimits
+    from switch.proxy.http_server import http_protocol
 
     limits = ConnectionLimits(
         settings.server.header_timeout, settings.server.body_timeout, settings.server.max_connections
     )
     config = uvicorn.Config(
         app,
-        http=limited_protocol(limits),
+        http=http_protocol(limits),
         host=settings.server.host,
         port=settings.server.port,
         log_level=log_level,

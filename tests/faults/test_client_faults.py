@@ -72,7 +72,7 @@ def test_twenty_megabyte_request_is_relayed_and_one_over_the_limit_is_413(
 ) -> None:
     # 20 MiB of text is about 5.8M tokens: a model whose window holds it, so only the body limit is tested.
     window = '[models."baseten/moonshotai/Kimi-K3"]\ncontext_window = 10000000\n'
-    kimi_proxy = kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "auto", window)
+    kimi_proxy = kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "switch", window)
     body, text = big_request(api, 20 * MiB)  # under the documented 32 MiB default ([server] max_body_bytes)
     response = httpx.post(
         kimi_proxy.url + PATHS[api], content=body, headers={"content-type": "application/json"}, timeout=60

@@ -244,7 +244,7 @@ def test_a_stream_past_max_stream_seconds_ends_with_the_callers_error_event(
     monkeypatch: pytest.MonkeyPatch,
     inbound_api: str,
 ) -> None:
-    proxy = kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "auto", read_timeout=3.0, max_stream_seconds=1.0)
+    proxy = kimi_proxy_on(fake_chat, start_proxy, monkeypatch, "switch", read_timeout=3.0, max_stream_seconds=1.0)
     fake_chat[0].script(slow_stream())
     response = httpx.post(proxy.url + PATHS[inbound_api], json=body_for(inbound_api, True), timeout=60)
     assert response.status_code == 200
