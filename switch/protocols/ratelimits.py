@@ -91,7 +91,10 @@ def _timestamp(text: str | None) -> float | None:
     if match is None:
         return None
     year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
-    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1] and hour < 24 and minute < 60):
+    # Year 0 is a valid four-digit match but no calendar year (`calendar.monthrange` raises on it).
+    if not (
+        year >= 1 and 1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1] and hour < 24 and minute < 60
+    ):
         return None
     if second > 60:
         return None

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from switch.protocols.ratelimits import MAX_RETRY_SECONDS, read_snapshot
@@ -47,6 +47,11 @@ HEADERS = st.dictionaries(st.sampled_from(NAMES), VALUES, max_size=len(NAMES))
 
 @settings(max_examples=200, deadline=None)
 @given(headers=HEADERS, status=st.sampled_from([200, 400, 429, 529]))
+# Year 0 matches the timestamp's four digits but is no calendar year: the parser raised on it.
+@example(
+    headers={"anthropic-ratelimit-requests-limit": "1", "anthropic-ratelimit-requests-reset": "0000-01-01T00:00:00.0"},
+    status=200,
+)
 def test_any_header_values_give_a_sane_snapshot_or_none(headers: dict[str, str], status: int) -> None:
     snapshot = read_snapshot("anthropic", "key-abc", status, headers, NOW)
     if snapshot is None:
