@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from switch.protocols.ir import Request
 from switch.routing.classify import CallInfo
 from switch.routing.presets import Preset, load_preset
 from switch.routing.resolve import Target, resolve_target
+from switch.values import evolve
 
 if TYPE_CHECKING:
     from switch.ledger.pricer import Pricer
@@ -139,4 +140,4 @@ def capped(request: Request, effort: str | None) -> Request:
     if effort is None:
         return request
     reasoning = cap_effort(request.reasoning, effort)
-    return request if reasoning is request.reasoning else replace(request, reasoning=reasoning)
+    return request if reasoning is request.reasoning else evolve(request, reasoning=reasoning)

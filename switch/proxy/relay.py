@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -55,6 +55,7 @@ from switch.routing.classify import CallInfo, classify
 from switch.routing.forks import ForkMatcher, route_owner
 from switch.routing.presets import PresetManager, TargetOptions
 from switch.routing.resolve import Target, resolve_target
+from switch.values import evolve
 
 log = logging.getLogger("switch.relay")
 
@@ -81,7 +82,7 @@ def _with_options(request: Request, options: TargetOptions) -> Request:
     limit = min(request.max_output_tokens or cap, cap) if cap else request.max_output_tokens
     if reasoning is request.reasoning and limit == request.max_output_tokens:
         return request
-    return replace(request, reasoning=reasoning, max_output_tokens=limit)
+    return evolve(request, reasoning=reasoning, max_output_tokens=limit)
 
 
 def _classify(headers: dict[str, str], body: Any) -> CallInfo:
@@ -212,7 +213,7 @@ class Relay:
             # A fork shares its parent's pin: after a `switch use` it still reads the history where it is cached.
             preset = self.affinity.pin(info.session_id, route_owner(info), preset)
         if request.cache_key is None and info.session_id:
-            request = replace(request, cache_key=info.session_id)
+            request = evolve(request, cache_key=info.session_id)
         meter.requested_model = request.model
         meter.streamed = request.stream
         meter.preset = preset.name
@@ -272,7 +273,7 @@ class Relay:
                 trigger = "quota"
                 continue
             routed = clamped(request, target)
-            attempt_meter = replace(meter, target=target, attempt=number, trigger=trigger, usage=Usage())
+            attempt_meter = evolve(meter, target=target, attempt=number, trigger=trigger, usage=Usage())
             if gate is not None:
                 attempt_meter.budget_hold = gate.hold(info, target, routed, len(exchange.body))
             call.meter = attempt_meter
@@ -319,7 +320,7 @@ class Relay:
                 room.outgrow(target)
         # Every target was passed over or handed on for its window: the prompt fits none of them.
         first = skipped or (self._resolve(candidates[0][0], inbound) if candidates else None)
-        refused = replace(meter, target=first, attempt=0, trigger=None, usage=Usage())
+        refused = evolve(meter, target=first, attempt=0, trigger=None, usage=Usage())
         call.meter = refused
         exchange.route = f"{preset.name}; role={info.role}; model=none".encode()
         attempt = Attempt(exchange, inbound, refused, request_id, False, fallback_on, room.estimate)
@@ -403,4 +404,4 @@ class Relay:
                 f"{self.responses.max_chars // (1024 * 1024)} MiB of text in all; send the full input instead.",
                 param="previous_response_id",
             )
-        return replace(request, messages=history + request.messages)
+        return evolve(request, messages=history + request.messages)

@@ -15,6 +15,7 @@ from switch.ledger.limits import LimitTable
 from switch.protocols.ir import Request
 from switch.protocols.tokens import estimate_input_tokens
 from switch.routing.resolve import Target
+from switch.values import evolve
 
 
 def with_limits(target: Target, limits: LimitTable) -> Target:
@@ -35,7 +36,7 @@ def clamped(request: Request, target: Target) -> Request:
     limit = target.output_limit
     if limit is None or request.max_output_tokens is None or request.max_output_tokens <= limit:
         return request
-    return replace(request, max_output_tokens=limit)
+    return evolve(request, max_output_tokens=limit)
 
 
 class Room:
