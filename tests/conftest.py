@@ -139,7 +139,7 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
 
 def presets_of(proxy: Proxy) -> Any:
     """The running proxy's preset manager (to wait until it has loaded a preset change)."""
-    return proxy.app.app.fallback.state.presets
+    return proxy.app.app.relay.presets
 
 
 def kimi_proxy_on(

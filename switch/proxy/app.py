@@ -1,8 +1,8 @@
 """The ASGI application, composed of named parts: the relay and its routes, health, metrics, lifespan tasks.
 
-`create_app` only wires them: the hot model routes (`endpoints.HotRoutes` → `relay`), the small
-Starlette endpoints (`endpoints`, `health`, `/metrics`), the tasks that run beside the calls
-(`lifespan`), and the config follower (`config_follower`).
+`create_app` only wires them: the router (`endpoints.Routes`) with the model routes (→ `relay`) and the
+small endpoints (`endpoints`, `health`, `/metrics`), the tasks that run beside the calls (`lifespan`), and
+the config follower (`config_follower`), all under the guard.
 """
 
 from __future__ import annotations
@@ -12,18 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
-
 from switch import locations
 from switch.config import LoadedConfig, Settings, file_digest
 from switch.ledger.record import RecordSink
 from switch.proxy.body_budget import BodyBudget
 from switch.proxy.budget_gate import BudgetGate
 from switch.proxy.config_follower import ConfigFollower
-from switch.proxy.endpoints import HotRoutes, count_tokens_handler, model_routes, models_endpoint, ok
+from switch.proxy.endpoints import Handler, Routes, count_tokens_handler, model_routes, models_endpoint, ok, readable
+from switch.proxy.exchange import Exchange
 from switch.proxy.fail_open import FailOpen
 from switch.proxy.guard import Guard
 from switch.proxy.health import Health
@@ -61,12 +57,15 @@ def _configured(settings: Settings, preset: Preset, model: str) -> bool:
     return False
 
 
+METRICS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+
+
 def _metrics_routes(
     settings: Settings, health: Health, consumers: list[Any] | None, relay: Relay, presets: PresetManager
-) -> list[Route]:
+) -> dict[str, Handler]:
     """`GET /metrics` when the config turns it on; its counters follow the recorder's committed rows."""
     if not settings.server.metrics:
-        return []
+        return {}
     # Imported here, not at the top: only a serving proxy with metrics on loads prometheus_client.
     from switch.proxy.metrics import Metrics
 
@@ -76,10 +75,10 @@ def _metrics_routes(
     if consumers is not None:
         consumers.append(metrics.observe)
 
-    async def metrics_endpoint(_request: Request) -> Response:
-        return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    async def metrics_endpoint(exchange: Exchange) -> None:
+        await exchange.respond(200, metrics.exposition(), [(b"content-type", METRICS_TYPE)])
 
-    return [Route("/metrics", metrics_endpoint, methods=["GET"])]
+    return {"/metrics": metrics_endpoint}
 
 
 def _observe_budgets(relay: Relay, rows: list[dict[str, Any]]) -> None:
@@ -114,29 +113,29 @@ def create_app(
     consumers = consumers if isinstance(consumers, list) else None
     if consumers is not None:
         consumers.append(functools.partial(_observe_budgets, relay))
-    routes = [
-        Route("/v1/models", models_endpoint(presets, health.started), methods=["GET"]),
-        Route("/healthz", health.endpoint, methods=["GET"]),
-        *_metrics_routes(settings, health, consumers, relay, presets),
-        Route("/", ok, methods=["GET", "HEAD"]),
-        Route("/api/hello", ok, methods=["GET", "HEAD"]),
-    ]
+    endpoints = readable(
+        {
+            "/v1/models": models_endpoint(presets, health.started),
+            "/healthz": health.endpoint,
+            **_metrics_routes(settings, health, consumers, relay, presets),
+            "/": ok,
+            "/api/hello": ok,
+        }
+    )
     tasks: list[Callable[[], Any]] = [
         functools.partial(watch_files, follower, presets, fail_open, relay),
         collect_cycles,
     ]
-    hot = HotRoutes(
+    routes = Routes(
+        relay,
         model_routes(relay, count_tokens_handler(settings)),
-        None,
+        endpoints,
         BodyBudget(settings.server.max_buffered_body_bytes),
         ResponsesSocket(relay),
     )
-    tasks.append(functools.partial(return_freed_heap, hot))
-    starlette_app = Starlette(routes=routes, lifespan=lifespan(relay, sink, fail_open, tasks, hot))
-    starlette_app.state.relay = relay
-    starlette_app.state.presets = presets
-    hot.fallback = starlette_app  # everything that is not a model call
-    return Guard(hot, settings.server.access_token, refusal_recorder(sink))
+    tasks.append(functools.partial(return_freed_heap, routes))
+    routes.lifespan = lifespan(relay, sink, fail_open, tasks, routes)
+    return Guard(routes, settings.server.access_token, refusal_recorder(sink))
 
 
 __all__ = ["create_app"]

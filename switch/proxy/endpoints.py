@@ -1,19 +1,21 @@
-"""The proxy's endpoints beside the relay: the hot-route dispatcher, count_tokens, the model list, probes.
+"""The proxy's endpoints beside the relay: the router, count_tokens, the model list, probes.
 
-`HotRoutes` sends the model endpoints straight to their handlers; everything else (these small
-endpoints, `/healthz`, `/metrics`) goes through Starlette.
+`Routes` is the ASGI app under the guard: it sends each model endpoint and each small endpoint
+(`/healthz`, `/metrics`, `/v1/models`, the start-up probes) straight to its handler, a WebSocket to the
+Responses socket, and the lifespan to the proxy's start-up and shutdown. Every handler takes the call's
+`Exchange`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response
 
 from switch.config import Settings
 from switch.errors import ClientRequestError
@@ -30,26 +32,38 @@ from switch.routing.presets import PresetManager
 log = logging.getLogger("switch.app")
 
 Handler = Callable[[Exchange], Awaitable[None]]
+Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
+_NOT_FOUND = orjson.dumps({"type": "error", "error": {"type": "not_found_error", "message": "no such endpoint"}})
 
 
-class HotRoutes:
-    """Dispatches the proxy endpoints straight to their handlers; everything else goes to Starlette.
+class Routes:
+    """The proxy's ASGI app: each endpoint straight to its handler, without a framework's routing.
 
-    The model endpoints carry all the traffic, so they skip Starlette's routing and middleware,
-    whose wrappers would otherwise sit around every streamed chunk.
+    The model endpoints carry all the traffic, so nothing but a dict lookup sits between the server and
+    their handlers, and no middleware wraps their streamed chunks.
     """
 
     def __init__(
-        self, routes: dict[tuple[str, str], Handler], fallback: Any, budget: BodyBudget, upgrades: Any = None
+        self,
+        relay: Relay,
+        routes: dict[tuple[str, str], Handler],
+        endpoints: dict[tuple[str, str], Handler],
+        budget: BodyBudget,
+        upgrades: Any = None,
     ) -> None:
+        self.relay = relay
         self.routes = routes
-        self.fallback = fallback
+        """The model calls: counted as calls (`in_flight`, `served`) and their bodies held against `budget`."""
+        self.endpoints = endpoints
+        """Everything else (probes, health, metrics, the model list)."""
         self.in_flight = 0
         self.served = 0
         """Calls and WebSocket sessions begun so far (the heap trimmer's sign that the proxy was busy)."""
         self.budget = budget
         self.upgrades = upgrades
-        """Where WebSocket scopes go (the Responses socket); None refuses them through the fallback."""
+        """Where WebSocket scopes go (the Responses socket); None refuses them."""
+        self.lifespan: Lifespan | None = None
+        """The proxy's start-up and shutdown (it needs this router: set once both exist)."""
 
     @property
     def busy(self) -> bool:
@@ -57,8 +71,10 @@ class HotRoutes:
         return bool(self.in_flight or (self.upgrades is not None and self.upgrades.turns))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            handler = self.routes.get((scope["method"], scope["path"]))
+        kind = scope["type"]
+        if kind == "http":
+            key = (scope["method"], scope["path"])
+            handler = self.routes.get(key)
             if handler is not None:
                 self.in_flight += 1
                 self.served += 1
@@ -70,11 +86,51 @@ class HotRoutes:
                     self.in_flight -= 1
                     self.budget.give_back(exchange.held)
                 return
-        elif scope["type"] == "websocket" and self.upgrades is not None:
+            endpoint = self.endpoints.get(key)
+            exchange = Exchange(scope, receive, send)
+            if endpoint is not None:
+                await endpoint(exchange)
+            else:
+                await self._missing(exchange, scope["path"])
+        elif kind == "websocket":
+            if self.upgrades is None:
+                await send({"type": "websocket.close", "code": 1008})
+                return
             self.served += 1
             await self.upgrades(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _missing(self, exchange: Exchange, path: str) -> None:
+        """404 for a path nothing serves; 405, with the methods it takes, for one served under another method."""
+        allowed = sorted({method for method, known in (*self.routes, *self.endpoints) if known == path})
+        if not allowed:
+            await exchange.respond(404, _NOT_FOUND)
             return
-        await self.fallback(scope, receive, send)
+        message = f"{path} takes {', '.join(allowed)}"
+        body = orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+        headers = [(b"content-type", b"application/json"), (b"allow", ", ".join(allowed).encode())]
+        await exchange.respond(405, body, headers)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """ASGI's lifespan: the proxy's start-up before the first call, its shutdown after the last."""
+        await receive()  # lifespan.startup
+        if self.lifespan is None:
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        started = False
+        try:
+            async with self.lifespan(self):
+                await send({"type": "lifespan.startup.complete"})
+                started = True
+                await receive()  # lifespan.shutdown
+        except BaseException:
+            failed = "lifespan.shutdown.failed" if started else "lifespan.startup.failed"
+            await send({"type": failed, "message": traceback.format_exc()})
+            raise
+        await send({"type": "lifespan.shutdown.complete"})
 
 
 def model_routes(relay: Relay, count_tokens: Handler) -> dict[tuple[str, str], Handler]:
@@ -136,10 +192,10 @@ def _model_entry(model_id: str, display_name: str, created: int, stamp: str) -> 
     }
 
 
-def models_endpoint(presets: PresetManager, started: float) -> Callable[[Request], Awaitable[Response]]:
+def models_endpoint(presets: PresetManager, started: float) -> Handler:
     """`GET /v1/models`: one `claude-switch-<role>` (and `-<family>`) model per route of the active preset."""
 
-    async def models(_request: Request) -> Response:
+    async def models(exchange: Exchange) -> None:
         created = int(started)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
         preset = presets.active
@@ -158,11 +214,16 @@ def models_endpoint(presets: PresetManager, started: float) -> Callable[[Request
             "first_id": entries[0]["id"],
             "last_id": entries[-1]["id"],
         }
-        return Response(orjson.dumps(payload), media_type="application/json")
+        await exchange.respond(200, orjson.dumps(payload))
 
     return models
 
 
-async def ok(_request: Request) -> Response:
+async def ok(exchange: Exchange) -> None:
     """An empty 200: the probes harnesses send to `/` and `/api/hello` before their first call."""
-    return Response(b"", status_code=200)
+    await exchange.respond(200, b"", [])
+
+
+def readable(method_paths: dict[str, Handler]) -> dict[tuple[str, str], Handler]:
+    """`GET` endpoints by path, each also served for `HEAD` (its headers, no body), as HTTP wants."""
+    return {(method, path): handler for path, handler in method_paths.items() for method in ("GET", "HEAD")}

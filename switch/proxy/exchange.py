@@ -1,6 +1,6 @@
 """One client exchange over raw ASGI: read the body once, answer or stream back.
 
-Raw ASGI instead of Starlette request/response objects keeps the per-request cost low: the body is
+Raw ASGI instead of a framework's request and response objects keeps the per-request cost low: the body is
 read into one bytes object, headers are decoded once, and streamed chunks go straight to `send`.
 On switch's own server (`http_server`, whose cycle is behind `send`) a whole answer goes out in one
 write, streamed chunks are framed and written to the socket directly, and a client that hangs up is

@@ -8,11 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response
 
 from switch import __version__, locations
 from switch.proxy.config_follower import ConfigFollower
+from switch.proxy.exchange import Exchange
 from switch.proxy.fail_open import FailOpen
 from switch.proxy.relay import Relay
 from switch.routing.presets import PresetManager
@@ -70,6 +69,6 @@ class Health:
             payload["budgets"] = self.budget_report()
         return payload
 
-    async def endpoint(self, _request: Request) -> Response:
+    async def endpoint(self, exchange: Exchange) -> None:
         """`GET /healthz`."""
-        return Response(orjson.dumps(self.report()), media_type="application/json")
+        await exchange.respond(200, orjson.dumps(self.report()))

@@ -136,10 +136,11 @@ class Connection(asyncio.Protocol):
                 # The upstream could not send while we were not reading: that time is not its silence.
                 self.response.last_activity = self.response.loop.time()
 
-    def send(self, data: bytes, response: UpstreamResponse) -> None:
+    def send(self, data: tuple[bytes, bytes], response: UpstreamResponse) -> None:
+        """Write one request (its head and body, in one system call where the loop can) for `response`."""
         self.response = response
         assert self.transport is not None
-        self.transport.write(data)
+        self.transport.writelines(data)
 
 
 class UpstreamResponse:

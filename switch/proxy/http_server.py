@@ -678,9 +678,20 @@ def _address(info: Any) -> tuple[str, int] | None:
     return None
 
 
+def websocket_protocol(**options: Any) -> asyncio.Protocol:
+    """uvicorn's WebSocket protocol (its `auto` choice), imported at the first upgrade; pass it as uvicorn's `ws`.
+
+    The WebSocket implementation is 1.6 MB of modules a proxy that no WebSocket reaches would carry for good."""
+    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+
+    if AutoWebSocketsProtocol is None:
+        raise RuntimeError("no WebSocket library is installed (switch depends on websockets)")
+    return AutoWebSocketsProtocol(**options)
+
+
 def http_protocol(limits: ConnectionLimits) -> type[HttpConnection]:
     """The protocol class to pass as uvicorn's `http`, serving every connection under `limits`."""
     return type("LimitedHttpConnection", (HttpConnection,), {"limits": limits})
 
 
-__all__ = ["Cycle", "HttpConnection", "http_protocol"]
+__all__ = ["Cycle", "HttpConnection", "http_protocol", "websocket_protocol"]

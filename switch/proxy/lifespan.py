@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from switch.proxy.config_follower import ConfigFollower
-from switch.proxy.endpoints import HotRoutes
+from switch.proxy.endpoints import Routes
 from switch.proxy.fail_open import FailOpen
 from switch.proxy.relay import Relay
 from switch.routing.presets import PresetManager
@@ -68,7 +68,7 @@ def lifespan(
     sink: Any,
     fail_open: FailOpen | None,
     tasks: list[Callable[[], Any]],
-    calls: HotRoutes,
+    calls: Routes,
 ) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
     """The app's lifespan: keys read and `tasks` started before serving; at the end, the last `calls`
     awaited, then upstreams and the ledger closed."""

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from websockets.exceptions import InvalidState
 
 from switch.proxy.adapters import RESPONSES_INBOUND
 from switch.proxy.exchange import Exchange, Message, Receive, Scope, Send, new_id
@@ -222,6 +221,9 @@ class _Socket:
             await direct.writable.wait()
         if direct.close_sent or direct.transport.is_closing():
             return
+        # Imported here: the proxy loads the WebSocket library only once a WebSocket reaches it (this one has).
+        from websockets.exceptions import InvalidState
+
         try:
             for payload in payloads:
                 direct.conn.send_text(payload)

@@ -15,7 +15,7 @@ import ipaddress
 import os
 import socket
 import sys
-from typing import Any
+from typing import Any, cast
 
 # As `switch --help` documents them (cli/commands.py): this process must answer with the same codes.
 EXIT_OK = 0
@@ -259,7 +259,7 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
         shipper = start_shipper(settings)
     _tune_gc()
     from switch.proxy.connections import ConnectionLimits
-    from switch.proxy.http_server import http_protocol
+    from switch.proxy.http_server import http_protocol, websocket_protocol
 
     limits = ConnectionLimits(
         settings.server.header_timeout, settings.server.body_timeout, settings.server.max_connections
@@ -267,6 +267,8 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
     config = uvicorn.Config(
         app,
         http=http_protocol(limits),
+        # uvicorn keeps a `ws` that is not a name as the factory it calls (typed as a class, used as a callable).
+        ws=cast(Any, websocket_protocol),
         host=settings.server.host,
         port=settings.server.port,
         log_level=log_level,

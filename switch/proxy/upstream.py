@@ -122,7 +122,8 @@ class UpstreamPool:
         for name, value in headers:
             head.append(f"{name}: {value}\r\n".encode("latin-1"))
         head.append(b"content-length: " + str(len(body)).encode() + b"\r\n\r\n")
-        payload = b"".join(head) + body
+        # Head and body leave in one write without being joined: a prompt's tens of KB are not copied again.
+        payload = (b"".join(head), body)
         timeout = read_timeout if read_timeout is not None else self.server.read_timeout
         for attempt in (0, 1):
             connection = self._acquire_idle(key) if attempt == 0 else None

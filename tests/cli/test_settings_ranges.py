@@ -151,8 +151,8 @@ def test_a_preset_with_a_control_character_in_a_target_is_refused(isolated_home:
 def test_a_running_proxy_keeps_its_last_good_config(start_proxy: Any, isolated_home: Path) -> None:
     """An edit to `read_timeout = nan` is rejected by the follower, which says why and keeps serving the old one."""
     proxy = start_proxy("[routing]\nttft_timeout = 7\n")
-    state = proxy.app.app.fallback.state
-    follower = ConfigFollower(load_config(isolated_home / "config.toml"), state.relay, state.presets, None)
+    relay = proxy.app.app.relay
+    follower = ConfigFollower(load_config(isolated_home / "config.toml"), relay, relay.presets, None)
     (isolated_home / "config.toml").write_text("[routing]\nttft_timeout = nan\n", encoding="utf-8")
     follower.poll()
     assert follower.rejected is not None and "routing.ttft_timeout" in follower.rejected["error"]

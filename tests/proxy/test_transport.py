@@ -47,7 +47,7 @@ def _completion(text: str) -> bytes:
 
 
 def _with_transport(proxy: Proxy, transport: Any) -> None:
-    relay = proxy.app.app.fallback.state.relay
+    relay = proxy.app.app.relay
     relay.http = transport
 
 
