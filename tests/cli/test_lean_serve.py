@@ -78,21 +78,43 @@ def test_the_proxy_keeps_the_pid_it_was_started_with_and_runs_the_lean_module(tm
             assert b"serve" not in cmdline
 
 
-def test_the_serving_process_never_imports_typer_or_the_commands(tmp_path: Path) -> None:
+def _imports_while_serving(tmp_path: Path) -> tuple[set[str], str]:
+    """(the modules the proxy process imported up to and through served probes and a model call, the
+    command process's import log)."""
     # Python logs every import to stderr under this variable; it survives the exec, so the last process
-    # in the log (after its own header) is the proxy, logged up to and through a served call.
+    # in the log (after its own header) is the proxy.
     env = {"PYTHONPROFILEIMPORTTIME": "1"}
     stderr = tmp_path / "stderr"
     with serving([sys.executable, "-P", "-m", "switch", "serve", "--port", "0"], stderr, env) as (process, port, _):
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+        url = f"http://127.0.0.1:{port}"
+        assert httpx.get(url + "/healthz", timeout=10).status_code == 200
+        assert httpx.get(url + "/v1/models", timeout=10).status_code == 200
+        # A model call (refused for want of a body): the whole request path is imported by then.
+        assert httpx.post(url + "/v1/messages", content=b"", timeout=10).status_code == 400
         end_process(process)
     log = stderr.read_text()
     command, proxy = log.split(IMPORT_HEADER)[-2:]
-    modules = {line.rsplit("|", 1)[-1].strip() for line in proxy.splitlines() if "|" in line}
+    return {line.rsplit("|", 1)[-1].strip() for line in proxy.splitlines() if "|" in line}, command
+
+
+def test_the_serving_process_never_imports_typer_or_the_commands(tmp_path: Path) -> None:
+    modules, command = _imports_while_serving(tmp_path)
     assert {"uvicorn", "switch.proxy.app", "switch.service.activation"} <= modules
     assert not {name for name in modules if name.split(".")[0] == "typer" or name.startswith("switch.cli")}
     # The command's own process did load them: the split above is between the two processes.
     assert "typer" in command
+
+
+def test_the_serving_process_loads_no_web_framework_and_no_websocket_library_until_an_upgrade(
+    tmp_path: Path,
+) -> None:
+    # Memory a proxy keeps for its whole life: the router is switch's own, and the WebSocket protocol and
+    # library (1.6 MB) are imported by the first upgrade (tests/proxy/test_responses_websocket.py has those).
+    modules, _command = _imports_while_serving(tmp_path)
+    assert "switch.proxy.relay" in modules
+    roots = {name.split(".")[0] for name in modules}
+    assert not roots & {"starlette", "anyio", "websockets", "wsproto"}, roots & {"starlette", "anyio", "websockets"}
+    assert not {name for name in modules if name.startswith("uvicorn.protocols.websockets")}
 
 
 def test_the_proxy_module_imports_nothing_of_the_command_line() -> None:
