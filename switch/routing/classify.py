@@ -75,7 +75,12 @@ _MARKER_WINDOW = 600
 
 
 def _has_marker(texts: list[str], markers: tuple[str, ...]) -> bool:
-    return any(marker in text[:_MARKER_WINDOW] for text in texts for marker in markers)
+    for text in texts:
+        opening = text[:_MARKER_WINDOW]
+        for marker in markers:
+            if marker in opening:
+                return True
+    return False
 
 
 @value
