@@ -31,6 +31,7 @@ import re
 import urllib.parse
 from collections import deque
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any, ClassVar
 
 import httptools
@@ -57,8 +58,6 @@ _SERVER_ERROR = (
 
 def _status_line(status: int) -> bytes:
     try:
-        from http import HTTPStatus
-
         phrase = HTTPStatus(status).phrase.encode()
     except ValueError:
         phrase = b""
@@ -232,6 +231,10 @@ class Cycle:
     def _start(self, status: int, headers: Any) -> None:
         self.response_started = True
         self.expects_continue = False
+        if self.more_body:
+            # Answered before the request's body was all read (a 413, say): the rest of the body would be read
+            # as the next request's head, so the connection closes after this answer.
+            self.keep_alive = False
         content = [_STATUS_LINES.get(status) or _status_line(status)]
         length: int | None = None
         closing = False
@@ -277,7 +280,8 @@ class Cycle:
                 raise RuntimeError("Response content longer than Content-Length")
             self.remaining -= len(body)
             if self.head:
-                transport.write(self.head + body)
+                # One system call for both, without copying the body into a joined buffer.
+                transport.writelines((self.head, body))
                 self.head = b""
             elif body:
                 transport.write(body)
@@ -291,11 +295,6 @@ class Cycle:
             self.conn.response_done(self)
 
     # ---- the direct writer (see Exchange.send_chunk) ------------------------------------------
-
-    @property
-    def gone(self) -> bool:
-        """Whether the client has disconnected."""
-        return self.disconnected
 
     @property
     def write_paused(self) -> bool:
@@ -374,7 +373,7 @@ class HttpConnection(asyncio.Protocol):
 
     # ---- asyncio.Protocol ------------------------------------------------------------------------
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # noqa: D102
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         limits = self.limits
         if not limits.make_room():
@@ -389,7 +388,7 @@ class HttpConnection(asyncio.Protocol):
         self.server = _address(transport.get_extra_info("sockname"))
         self._arm(limits.header_timeout)
 
-    def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102
+    def connection_lost(self, exc: Exception | None) -> None:
         if self.refused:
             return
         self._release()
@@ -408,10 +407,10 @@ class HttpConnection(asyncio.Protocol):
         self.cycle = None
         self.pipeline = None
 
-    def eof_received(self) -> None:  # noqa: D102
+    def eof_received(self) -> None:
         return None  # a half-closed client is gone: the transport closes
 
-    def data_received(self, data: bytes) -> None:  # noqa: D102
+    def data_received(self, data: bytes) -> None:
         if self.refused:
             return
         if not self.in_request:
@@ -433,10 +432,10 @@ class HttpConnection(asyncio.Protocol):
         if not self.in_request and self.header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
             self._close_with(TOO_LARGE)
 
-    def pause_writing(self) -> None:  # noqa: D102
+    def pause_writing(self) -> None:
         self.write_paused = True
 
-    def resume_writing(self) -> None:  # noqa: D102
+    def resume_writing(self) -> None:
         self.write_paused = False
         self._drained()
 
@@ -452,21 +451,21 @@ class HttpConnection(asyncio.Protocol):
 
     # ---- httptools callbacks ---------------------------------------------------------------------
 
-    def on_message_begin(self) -> None:  # noqa: D102
+    def on_message_begin(self) -> None:
         self.url = b""
         self.headers = []
         self.expects_continue = False
 
-    def on_url(self, url: bytes) -> None:  # noqa: D102
+    def on_url(self, url: bytes) -> None:
         self.url += url
 
-    def on_header(self, name: bytes, value: bytes) -> None:  # noqa: D102
+    def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self.expects_continue = True
         self.headers.append((name, value))
 
-    def on_headers_complete(self) -> None:  # noqa: D102
+    def on_headers_complete(self) -> None:
         self.in_request = True
         self.header_bytes = 0
         limits = self.limits
@@ -516,7 +515,7 @@ class HttpConnection(asyncio.Protocol):
                 self.pipeline = deque()
             self.pipeline.appendleft(cycle)
 
-    def on_body(self, body: bytes) -> None:  # noqa: D102
+    def on_body(self, body: bytes) -> None:
         cycle = self._receiving()
         if cycle is None:
             return
@@ -526,7 +525,7 @@ class HttpConnection(asyncio.Protocol):
             self.pause_reading()
         cycle.wake()
 
-    def on_message_complete(self) -> None:  # noqa: D102
+    def on_message_complete(self) -> None:
         cycle = self._receiving()
         if cycle is None:
             return
@@ -670,6 +669,7 @@ class HttpConnection(asyncio.Protocol):
         protocol.connection_made(self.transport)
         protocol.data_received(b"".join(request))
         self.transport.set_protocol(protocol)
+        self.parser = None  # type: ignore[assignment]  # it refers back to this protocol, which is done
 
 
 def _address(info: Any) -> tuple[str, int] | None:

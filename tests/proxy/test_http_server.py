@@ -295,3 +295,23 @@ async def test_once_the_app_has_taken_a_large_body_the_socket_is_read_again() ->
     await asyncio.wait_for(asyncio.shield(asyncio.gather(*connection.server_state.tasks)), 10)
     assert reading_once_taken == [True]
     assert transport.written[0].startswith(b"HTTP/1.1 204 ")
+
+
+def test_an_answer_given_before_the_body_was_read_closes_the_connection_after_it() -> None:
+    # The app refuses on the declared length alone (as the relay's 413 does): the body still on its way must
+    # not be parsed as the next request, so the answer says `connection: close` and the connection ends.
+    async def refuses_on_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b'{"error":"too large"}'
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    with serve(refuses_on_length, http="switch") as url:
+        with socket.create_connection(("127.0.0.1", _port(url))) as sock:
+            sock.sendall(b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 10000000\r\n\r\n" + b"x" * 200_000)
+            received = _read_all(sock, until_closed=True)
+    head = received.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 413") and b"connection: close" in head
+    assert received.count(b"HTTP/1.1") == 1  # no second answer to the body's bytes
