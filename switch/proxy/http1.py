@@ -307,6 +307,15 @@ class UpstreamResponse:
 
     async def read(self, limit: int = MAX_BODY_BYTES) -> bytes:
         """The whole body."""
+        queue = self._chunks
+        if self.complete and self._inflate is None and self.buffered <= limit:
+            # Already all here (a short answer arrives with its headers): no generator, no wait.
+            data = queue.popleft() if len(queue) == 1 else b"".join(queue)
+            queue.clear()
+            self.buffered = 0
+            self.connection.drained()  # a connection read up to its limit goes back to the pool reading again
+            self._release()
+            return data
         parts: list[bytes] = []
         size = 0
         async for chunk in self.chunks():
