@@ -117,11 +117,8 @@ class Cycle:
 
     def wake(self) -> None:
         """Let a `receive` waiting for body bytes, the end of the body or a hang-up go on."""
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self.waiter = self.waiter, None
+        _settle(waiter)
 
     def lost(self) -> None:
         """The client's connection is gone."""
@@ -588,11 +585,8 @@ class HttpConnection(asyncio.Protocol):
             await asyncio.shield(self.drained)
 
     def _drained(self) -> None:
-        drained = self.drained
-        if drained is not None:
-            self.drained = None
-            if not drained.done():
-                drained.set_result(None)
+        drained, self.drained = self.drained, None
+        _settle(drained)
 
     # ---- the deadline ----------------------------------------------------------------------------
 
@@ -670,6 +664,12 @@ class HttpConnection(asyncio.Protocol):
         protocol.data_received(b"".join(request))
         self.transport.set_protocol(protocol)
         self.parser = None  # type: ignore[assignment]  # it refers back to this protocol, which is done
+
+
+def _settle(waiter: asyncio.Future[None] | None) -> None:
+    """Let whoever awaits `waiter` go on (once; nothing when there is none)."""
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 
 
 def _address(info: Any) -> tuple[str, int] | None:

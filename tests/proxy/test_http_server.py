@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 from switch.proxy.exchange import Exchange
+from tests.fake_upstream import read_body
 from tests.servers import serve, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,12 +29,7 @@ async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """Answers with what it was asked: method, path, query, body length; `/boom` raises, `/long` lies."""
     if scope["type"] != "http":
         return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await read_body(receive)
     if scope["path"] == "/boom":
         raise RuntimeError("the app broke")
     answer = orjson.dumps(
