@@ -27,27 +27,15 @@ class _QuietServer(uvicorn.Server):
 @contextmanager
 def serve(app: Any, http: str = "auto") -> Iterator[str]:
     """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL; `http`: the protocol (see above)."""
-    protocol: Any = http
-    websockets: Any = "auto"
+    options: dict[str, Any] = {"http": http}
     if http == "switch":
         from switch.config import Server
-        from switch.proxy.connections import ConnectionLimits
-        from switch.proxy.http_server import http_protocol, websocket_protocol
+        from switch.proxy.http_server import protocols
 
-        websockets = websocket_protocol
         defaults = Server()
-        protocol = http_protocol(
-            ConnectionLimits(defaults.header_timeout, defaults.body_timeout, defaults.max_connections)
-        )
+        options = protocols(defaults.header_timeout, defaults.body_timeout, defaults.max_connections)
     config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        log_level="critical",
-        access_log=False,
-        lifespan="auto",
-        http=protocol,
-        ws=websockets,
+        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto", **options
     )
     server = _QuietServer(config)
 

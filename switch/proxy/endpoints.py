@@ -8,6 +8,7 @@ Responses socket, and the lifespan to the proxy's start-up and shutdown. Every h
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import traceback
@@ -115,14 +116,9 @@ class Routes:
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         """ASGI's lifespan: the proxy's start-up before the first call, its shutdown after the last."""
         await receive()  # lifespan.startup
-        if self.lifespan is None:
-            await send({"type": "lifespan.startup.complete"})
-            await receive()
-            await send({"type": "lifespan.shutdown.complete"})
-            return
         started = False
         try:
-            async with self.lifespan(self):
+            async with self.lifespan(self) if self.lifespan is not None else contextlib.nullcontext():
                 await send({"type": "lifespan.startup.complete"})
                 started = True
                 await receive()  # lifespan.shutdown

@@ -239,8 +239,8 @@ class Exchange:
 
 
 class _TaskGuard:
-    """`Exchange.guard_stream` on servers other than uvicorn's httptools: a task parked on `receive`
-    for the disconnect, and one sleeping between pings once the stream has started."""
+    """`Exchange.watch_client` and `guard_stream` on servers other than switch's own: a task parked on
+    `receive` for the disconnect, and one sleeping between pings once the stream has started."""
 
     __slots__ = ("exchange", "task", "tasks")
 

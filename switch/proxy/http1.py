@@ -260,16 +260,9 @@ class UpstreamResponse:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """Body bytes as they arrive."""
-        queue = self._chunks
         while True:
-            if queue:
-                if len(queue) == 1:
-                    data = queue.popleft()
-                else:
-                    data = b"".join(queue)
-                    queue.clear()
-                self.buffered = 0
-                self.connection.drained()
+            if self._chunks:
+                data = self._take()
                 if self.loop.time() > self.deadline:
                     self._past_deadline()
                 if self._inflate is not None:
@@ -289,6 +282,15 @@ class UpstreamResponse:
                 return
             await self._wait()
 
+    def _take(self) -> bytes:
+        """The body bytes buffered so far, in one piece; the connection reads again if it had paused."""
+        queue = self._chunks
+        data = queue.popleft() if len(queue) == 1 else b"".join(queue)
+        queue.clear()
+        self.buffered = 0
+        self.connection.drained()
+        return data
+
     def _inflate_step(self, data: bytes) -> tuple[bytes, bytes]:
         """At most `_INFLATE_PIECE` bytes of `data` decompressed, and the compressed rest still to inflate."""
         try:
@@ -307,13 +309,9 @@ class UpstreamResponse:
 
     async def read(self, limit: int = MAX_BODY_BYTES) -> bytes:
         """The whole body."""
-        queue = self._chunks
         if self.complete and self._inflate is None and self.buffered <= limit:
             # Already all here (a short answer arrives with its headers): no generator, no wait.
-            data = queue.popleft() if len(queue) == 1 else b"".join(queue)
-            queue.clear()
-            self.buffered = 0
-            self.connection.drained()  # a connection read up to its limit goes back to the pool reading again
+            data = self._take()
             self._release()
             return data
         parts: list[bytes] = []

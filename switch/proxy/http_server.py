@@ -694,4 +694,11 @@ def http_protocol(limits: ConnectionLimits) -> type[HttpConnection]:
     return type("LimitedHttpConnection", (HttpConnection,), {"limits": limits})
 
 
-__all__ = ["Cycle", "HttpConnection", "http_protocol", "websocket_protocol"]
+def protocols(header_timeout: float, body_timeout: float, max_connections: int) -> dict[str, Any]:
+    """uvicorn.Config's `http` and `ws` for switch's server, its connections held to these limits."""
+    limits = ConnectionLimits(header_timeout, body_timeout, max_connections)
+    # uvicorn keeps a `ws` that is not a name as the factory it calls (typed as a class, used as a callable).
+    return {"http": http_protocol(limits), "ws": websocket_protocol}
+
+
+__all__ = ["Cycle", "HttpConnection", "http_protocol", "protocols", "websocket_protocol"]

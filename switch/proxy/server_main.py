@@ -15,7 +15,7 @@ import ipaddress
 import os
 import socket
 import sys
-from typing import Any, cast
+from typing import Any
 
 # As `switch --help` documents them (cli/commands.py): this process must answer with the same codes.
 EXIT_OK = 0
@@ -258,17 +258,12 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
 
         shipper = start_shipper(settings)
     _tune_gc()
-    from switch.proxy.connections import ConnectionLimits
-    from switch.proxy.http_server import http_protocol, websocket_protocol
+    from switch.proxy.http_server import protocols
 
-    limits = ConnectionLimits(
-        settings.server.header_timeout, settings.server.body_timeout, settings.server.max_connections
-    )
+    server_settings = settings.server
     config = uvicorn.Config(
         app,
-        http=http_protocol(limits),
-        # uvicorn keeps a `ws` that is not a name as the factory it calls (typed as a class, used as a callable).
-        ws=cast(Any, websocket_protocol),
+        **protocols(server_settings.header_timeout, server_settings.body_timeout, server_settings.max_connections),
         host=settings.server.host,
         port=settings.server.port,
         log_level=log_level,
