@@ -1,5 +1,6 @@
-"""The `switch` command. Harness hooks (`statusline`, `codex-notify`) are dispatched before typer and the
-command modules are imported, because harnesses run them after every message and wait for them."""
+"""The `switch` command. Harness hooks (`statusline`, `codex-notify`) and a plain `switch serve` are dispatched
+before typer and the command modules are imported: harnesses run the hooks after every message and wait for
+them, and whoever starts the proxy waits for it to serve."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAST_COMMANDS = ("statusline", "codex-notify")
+COMPLETE_VARIABLE = "_SWITCH_COMPLETE"
 
 
 def main() -> None:
@@ -19,7 +21,13 @@ def main() -> None:
         from switch.statusline import main as hook_main
 
         raise SystemExit(hook_main(sys.argv[1:]))
-    from switch.cli.commands import COMPLETE_VARIABLE, app
+    if sys.argv[1:2] == ["serve"] and os.name == "posix" and COMPLETE_VARIABLE not in os.environ:
+        from switch.cli.proxy_process import become_proxy, plain_serve_arguments
+
+        arguments = plain_serve_arguments(sys.argv[2:])
+        if arguments is not None:
+            become_proxy(arguments)
+    from switch.cli.commands import app
 
     if COMPLETE_VARIABLE in os.environ:
         # The shell asks for completions (the script `switch completion SHELL` prints): typer answers once

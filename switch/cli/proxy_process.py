@@ -1,0 +1,104 @@
+"""Becoming the proxy process: `switch serve`'s options as the proxy's argv, and the exec into it.
+
+`switch serve` with only its own well-formed options is recognised here before typer is imported
+(`switch/cli/__init__.py`): typer and the command modules cost about as much start-up as the proxy itself,
+and a supervisor restarting the proxy, or a harness launcher waiting for it, waits for both. Anything else
+(`--help`, a mistyped option, a port out of range, a repeated option) goes through typer's `serve`
+command, which answers it and then execs the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # `typing` costs milliseconds; this module runs before anything else is imported
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+PROXY_MODULE = "switch.proxy.server_main"
+HIGHEST_PORT = 65535
+
+_VALUED = ("--host", "--port", "--log-level")
+_FLAGS = ("--fail-open",)
+
+
+def proxy_arguments(host: str | None, port: int | None, log_level: str, fail_open: bool) -> list[str]:
+    """The parsed options of `switch serve` as the argv of the proxy process."""
+    arguments = ["--log-level", log_level]
+    if host is not None:
+        arguments += ["--host", host]
+    if port is not None:
+        arguments += ["--port", str(port)]
+    return arguments + (["--fail-open"] if fail_open else [])
+
+
+def plain_serve_arguments(argv: list[str]) -> list[str] | None:
+    """The proxy's argv for `switch serve ARGV`, or None when typer must read ARGV (help, errors, anything unusual).
+
+    Accepted: `--host H`, `--port N` (0-65535, digits only), `--log-level L`, each also as `--name=value`,
+    and `--fail-open`, each at most once; a value never starts with `-`. These are read as typer reads them,
+    so both ways start the same proxy.
+    """
+    values: dict[str, str] = {}
+    fail_open = False
+    rest = list(argv)
+    while rest:
+        token = rest.pop(0)
+        if token in _FLAGS:
+            if fail_open:
+                return None
+            fail_open = True
+            continue
+        name, equals, value = token.partition("=")
+        if name not in _VALUED or name in values:
+            return None
+        if not equals:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if value.startswith("-"):
+            return None
+        values[name] = value
+    port = values.get("--port")
+    if port is not None and not (port.isascii() and port.isdigit() and int(port) <= HIGHEST_PORT):
+        return None
+    return proxy_arguments(
+        values.get("--host"),
+        int(port) if port is not None else None,
+        values.get("--log-level", "warning"),
+        fail_open,
+    )
+
+
+def proxy_environment() -> dict[str, str]:
+    """This process's environment for the proxy, with switch's own folder on its path when only `-P` hid it.
+
+    `python -m switch serve` in a checkout imports switch from the working directory, which `-P` keeps off
+    the proxy's path; the proxy must run that same switch (not an installed one, or none), and nothing else
+    from there: the folder goes on PYTHONPATH only when it is the one this process found switch in.
+    """
+    import switch
+
+    environment = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(switch.__file__)))
+    first = os.path.abspath(sys.path[0] or os.curdir) if sys.path else None
+    if not sys.flags.safe_path and first == root:
+        inherited = environment.get("PYTHONPATH")
+        environment["PYTHONPATH"] = root + (os.pathsep + inherited if inherited else "")
+    return environment
+
+
+def become_proxy(arguments: list[str]) -> NoReturn:
+    """Replace this process (same PID) with the proxy's own lean one, started with `arguments`.
+
+    The same PID serves, which is what systemd, launchd and `switch up` watch; and a socket handed over by
+    socket activation (fd 3, LISTEN_PID naming this PID) is still untouched, so the proxy takes it exactly
+    as it would have here.
+    """
+    from switch.child import python_argv
+
+    argv = python_argv("-m", PROXY_MODULE, *arguments)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(argv[0], argv, proxy_environment())
