@@ -94,7 +94,15 @@ def test_the_ways_users_start_the_proxy_take_the_fast_path(argv: list[str], monk
 
 @pytest.mark.parametrize(
     "argv",
-    [["--help"], ["-h"], ["--port", "99999"], ["--port", "high"], ["--bogus"], ["--port"], ["--port", "1", "--port", "2"]],
+    [
+        ["--help"],
+        ["-h"],
+        ["--port", "99999"],
+        ["--port", "high"],
+        ["--bogus"],
+        ["--port"],
+        ["--port", "1", "--port", "2"],
+    ],
     ids=lambda argv: " ".join(argv),
 )
 def test_help_and_mistakes_are_left_to_typer(argv: list[str]) -> None:
@@ -105,4 +113,5 @@ def test_serve_help_is_still_typers(isolated_home: Path) -> None:
     from tests.commands import run_switch
 
     result = run_switch("serve", "--help")
-    assert result.returncode == 0 and "--fail-open" in result.stdout and "Run the proxy in the foreground" in result.stdout
+    assert result.returncode == 0, result.stderr
+    assert "--fail-open" in result.stdout and "Run the proxy in the foreground" in result.stdout
