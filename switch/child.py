@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import sys
 
+PROXY_MODULE = "switch.proxy.server_main"
+"""The module `switch serve` execs into: the proxy's own process runs `python -P -m PROXY_MODULE`."""
+
 
 def python_argv(*arguments: str) -> list[str]:
     """This Python running `arguments`, with the working directory kept off its import path."""

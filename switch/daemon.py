@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from switch import locations
-from switch.child import serve_argv
+from switch.child import PROXY_MODULE, serve_argv
 from switch.errors import SwitchError
 from switch.files import atomic_write
 
@@ -158,7 +158,9 @@ def _home_of_environment(environ: dict[str, str]) -> str | None:
 def _runs_our_serve(pid: int) -> bool:
     """Whether process `pid` is `switch serve` started from this home, judged from /proc (Linux).
 
-    The fallback for a proxy that does not answer /healthz (busy or hung) but must still be stoppable.
+    The fallback for a proxy that does not answer /healthz (busy or hung) but must still be stoppable. Its
+    command line is the proxy module's (`switch serve` execs `python -P -m switch.proxy.server_main`), or
+    `switch serve`'s own where the command serves in its own process (Windows).
     """
     proc = Path("/proc") / str(pid)
     try:
@@ -166,7 +168,8 @@ def _runs_our_serve(pid: int) -> bool:
         raw_environ = proc.joinpath("environ").read_bytes()
     except OSError:
         return False
-    if b"serve" not in argv or not any(part.endswith(b"switch") for part in argv):
+    proxy_module = PROXY_MODULE.encode() in argv
+    if not proxy_module and (b"serve" not in argv or not any(part.endswith(b"switch") for part in argv)):
         return False
     environ = dict(
         entry.decode("utf-8", "replace").split("=", 1) for entry in raw_environ.split(b"\0") if b"=" in entry

@@ -16,7 +16,6 @@ TYPE_CHECKING = False  # `typing` costs milliseconds; this module runs before an
 if TYPE_CHECKING:
     from typing import NoReturn
 
-PROXY_MODULE = "switch.proxy.server_main"
 HIGHEST_PORT = 65535
 
 _VALUED = ("--host", "--port", "--log-level")
@@ -96,7 +95,7 @@ def become_proxy(arguments: list[str]) -> NoReturn:
     socket activation (fd 3, LISTEN_PID naming this PID) is still untouched, so the proxy takes it exactly
     as it would have here.
     """
-    from switch.child import python_argv
+    from switch.child import PROXY_MODULE, python_argv
 
     argv = python_argv("-m", PROXY_MODULE, *arguments)
     sys.stdout.flush()

@@ -166,3 +166,41 @@ def test_a_second_proxy_of_one_home_on_another_port_is_refused_with_the_holders_
     with serve_process(second_port, {}) as replacement:
         assert answers_health(second_port)
         assert (isolated_home / "proxy.lock").read_text().strip() == str(replacement.pid)
+
+
+def test_a_wedged_background_proxy_is_named_by_status_and_stopped_by_down(isolated_home: Path) -> None:
+    # A proxy that stops answering (hung, or stopped by a debugger) is still this home's: `status` says it
+    # does not answer and `down` stops it. Judged from its command line, which since `switch serve` execs
+    # the proxy module reads `python -P -m switch.proxy.server_main`, not `switch serve`: it used to be
+    # taken for another program, and `down` dropped its record and left it running with the port and the home.
+    import os
+    import signal
+
+    port = free_port()
+    (isolated_home / "config.toml").write_text("[server]\nshutdown_grace = 1\n")
+    assert run_switch("up", "--port", str(port)).returncode == 0
+    pid = json.loads((isolated_home / "run" / "proxy.json").read_text())["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        status = json.loads(run_switch("status", "--json").stdout)
+        assert status.get("unresponsive") and not status.get("stale"), status
+        assert f"this home's proxy (pid {pid}) does not answer" in run_switch("status").stdout
+
+        down = run_switch("down")
+
+        assert down.returncode == 0 and f"pid {pid}" in down.stdout, down.stdout + down.stderr
+        assert _ended(pid)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _ended(pid: int) -> bool:
+    """Whether `pid` has exited (gone, or a zombie its new parent has not reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
