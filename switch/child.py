@@ -14,6 +14,8 @@ import sys
 
 PROXY_MODULE = "switch.proxy.server_main"
 """The module `switch serve` execs into: the proxy's own process runs `python -P -m PROXY_MODULE`."""
+PROXY_LOG_LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "trace": 5}
+"""The proxy's `--log-level` choices and the `logging` levels they stand for (`trace`: below debug)."""
 
 
 def python_argv(*arguments: str) -> list[str]:

@@ -1,7 +1,7 @@
-"""Real loopback servers for tests: any ASGI app on uvicorn, 127.0.0.1, a free port, in a thread.
+"""Real loopback servers for tests: any ASGI app on 127.0.0.1, a free port, in a thread.
 
-`http="switch"` serves it on switch's own HTTP/1.1 protocol (switch.proxy.http_server), as `switch serve`
-does, with the default connection limits; any other value is uvicorn's `http` option."""
+`http="switch"` serves it as `switch serve` does: switch's own server (switch.proxy.serving) and HTTP/1.1
+protocol, with the default connection limits; any other value is uvicorn's `http` option, on uvicorn."""
 
 from __future__ import annotations
 
@@ -27,15 +27,12 @@ class _QuietServer(uvicorn.Server):
 @contextmanager
 def serve(app: Any, http: str = "auto") -> Iterator[str]:
     """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL; `http`: the protocol (see above)."""
-    options: dict[str, Any] = {"http": http}
     if http == "switch":
-        from switch.config import Server
-        from switch.proxy.http_server import protocols
-
-        defaults = Server()
-        options = protocols(defaults.header_timeout, defaults.body_timeout, defaults.max_connections)
+        with _switch_server(app) as url:
+            yield url
+        return
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto", **options
+        app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="auto", http=http
     )
     server = _QuietServer(config)
 
@@ -53,6 +50,49 @@ def serve(app: Any, http: str = "auto") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def _switch_server(app: Any) -> Iterator[str]:
+    """`app` on switch's own server, as `switch serve` runs it (signals left to the test process)."""
+    from switch.config import Server
+    from switch.proxy.server_main import server_for
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(2048)
+    server = server_for(app, Server(), handle_signals=False)
+    thread = threading.Thread(target=server.run, args=([listener],), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started or not thread.is_alive(), timeout=10, what="the test server to start")
+        if not server.started:
+            raise RuntimeError("test server did not start")
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.stop()
+        thread.join(timeout=10)
+        listener.close()
+
+
+def stopped_serve(stop: int, *options: str) -> subprocess.CompletedProcess[str]:
+    """`switch serve --port P OPTIONS` once it answers, stopped by the signal `stop`: its exit code and output."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "switch", "serve", "--port", str(port), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: answers_health(port) or process.poll() is not None, 30, "switch serve to answer")
+        process.send_signal(stop)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 15.0, what: str = "the condition") -> None:

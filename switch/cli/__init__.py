@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAST_COMMANDS = ("statusline", "codex-notify")
-COMPLETE_VARIABLE = "_SWITCH_COMPLETE"
 
 
 def main() -> None:
@@ -21,13 +20,14 @@ def main() -> None:
         from switch.statusline import main as hook_main
 
         raise SystemExit(hook_main(sys.argv[1:]))
-    if sys.argv[1:2] == ["serve"] and os.name == "posix" and COMPLETE_VARIABLE not in os.environ:
+    # (The shell's completion requests run `switch` with the words in the environment, not in argv.)
+    if sys.argv[1:2] == ["serve"] and os.name == "posix":
         from switch.cli.proxy_process import become_proxy, plain_serve_arguments
 
         arguments = plain_serve_arguments(sys.argv[2:])
         if arguments is not None:
             become_proxy(arguments)
-    from switch.cli.commands import app
+    from switch.cli.commands import COMPLETE_VARIABLE, app
 
     if COMPLETE_VARIABLE in os.environ:
         # The shell asks for completions (the script `switch completion SHELL` prints): typer answers once

@@ -14,7 +14,6 @@ except ImportError:  # a typer from before it carried click
 from typer.core import TyperGroup
 
 from switch.cli import (
-    COMPLETE_VARIABLE,
     budgets,
     configure,
     dash,
@@ -33,6 +32,7 @@ from switch.cli import (
 )
 
 # The environment variable the completion script sets when the shell asks for completions.
+COMPLETE_VARIABLE = "_SWITCH_COMPLETE"
 # Documented in `switch --help` and the README; scripts rely on them.
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check failed, or there was nothing to act on (no proxy running, no such key)

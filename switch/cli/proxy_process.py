@@ -35,9 +35,9 @@ def proxy_arguments(host: str | None, port: int | None, log_level: str, fail_ope
 def plain_serve_arguments(argv: list[str]) -> list[str] | None:
     """The proxy's argv for `switch serve ARGV`, or None when typer must read ARGV (help, errors, anything unusual).
 
-    Accepted: `--host H`, `--port N` (0-65535, digits only), `--log-level L`, each also as `--name=value`,
-    and `--fail-open`, each at most once; a value never starts with `-`. These are read as typer reads them,
-    so both ways start the same proxy.
+    Accepted: `--host H`, `--port N` (0-65535, digits only), `--log-level L` (a known level, any case), each
+    also as `--name=value`, and `--fail-open`, each at most once; a value never starts with `-`. These are
+    read as typer reads them, so both ways start the same proxy.
     """
     values: dict[str, str] = {}
     fail_open = False
@@ -62,12 +62,12 @@ def plain_serve_arguments(argv: list[str]) -> list[str] | None:
     port = values.get("--port")
     if port is not None and not (port.isascii() and port.isdigit() and int(port) <= HIGHEST_PORT):
         return None
-    return proxy_arguments(
-        values.get("--host"),
-        int(port) if port is not None else None,
-        values.get("--log-level", "warning"),
-        fail_open,
-    )
+    from switch.child import PROXY_LOG_LEVELS
+
+    log_level = values.get("--log-level", "warning").lower()
+    if log_level not in PROXY_LOG_LEVELS:
+        return None
+    return proxy_arguments(values.get("--host"), int(port) if port is not None else None, log_level, fail_open)
 
 
 def proxy_environment() -> dict[str, str]:

@@ -25,6 +25,15 @@ def checked_port(lowest: int) -> Any:
     return check
 
 
+def checked_log_level(value: str) -> str:
+    """A typer callback: the log level in lower case, or a one-line refusal naming the choices."""
+    from switch.child import PROXY_LOG_LEVELS
+
+    if value.lower() not in PROXY_LOG_LEVELS:
+        raise typer.BadParameter(f"{value!r} is not a log level; choose one of {', '.join(PROXY_LOG_LEVELS)}")
+    return value.lower()
+
+
 def register(app: typer.Typer) -> None:
     """Add the command to `app`."""
 
@@ -34,7 +43,12 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(
             None, help="Port to listen on (default 8742; 0 picks a free one).", callback=checked_port(0)
         ),
-        log_level: str = typer.Option("warning", help="uvicorn log level."),
+        log_level: str = typer.Option(
+            "warning",
+            help="The least severe of the proxy's messages to print on stderr: critical, error, warning, info, "
+            "debug or trace.",
+            callback=checked_log_level,
+        ),
         fail_open: bool = typer.Option(
             False,
             "--fail-open",

@@ -1,9 +1,10 @@
 """switch's HTTP/1.1 server protocol: ASGI over httptools, with the client limits and a direct chunk writer.
 
-uvicorn runs it (`uvicorn.Config(http=http_protocol(limits))`) and keeps what a process needs: the
-listening sockets, lifespan, signals, graceful shutdown (`server_state.connections` and `.tasks`, each
-connection's `shutdown()`), the `date` header it refreshes once a second, and WebSocket upgrades, which
-are handed to uvicorn's own WebSocket protocol. Each HTTP/1.1 connection is served here.
+`serving.Serving` runs it and keeps what a process needs: the listening sockets, lifespan, signals, graceful
+shutdown (`server_state.connections` and `.tasks`, each connection's `shutdown()`) and the `date` header it
+refreshes once a second. WebSocket upgrades are handed to uvicorn's own WebSocket protocol, which takes the
+same config and server state (their fields are named as uvicorn names them). Each HTTP/1.1 connection is
+served here.
 
 It does what uvicorn's httptools protocol does for an ASGI app, with less work per connection and per
 call, since a proxy pays it on every call: no socket objects or address lookups per connection (the
@@ -38,7 +39,7 @@ import httptools
 
 from switch.proxy.connections import REFUSED, TOO_LARGE, ConnectionLimits, canned_close
 
-log = logging.getLogger("uvicorn.error")
+log = logging.getLogger("switch.server")
 
 MAX_HEADER_BYTES = 64 * 1024
 """Request line and headers of one request (Envoy's default is 60 KiB, nginx's 4 x 8 KiB)."""
@@ -436,7 +437,7 @@ class HttpConnection(asyncio.Protocol):
         self.write_paused = False
         self._drained()
 
-    # ---- uvicorn's server calls this at shutdown --------------------------------------------------
+    # ---- the server calls this at shutdown ---------------------------------------------------------
 
     def shutdown(self) -> None:
         """Close now if no response is under way; else close once the current one is complete."""
@@ -679,7 +680,7 @@ def _address(info: Any) -> tuple[str, int] | None:
 
 
 def websocket_protocol(**options: Any) -> asyncio.Protocol:
-    """uvicorn's WebSocket protocol (its `auto` choice), imported at the first upgrade; pass it as uvicorn's `ws`.
+    """uvicorn's WebSocket protocol (its `auto` choice), imported at the first upgrade.
 
     The WebSocket implementation is 1.6 MB of modules a proxy that no WebSocket reaches would carry for good."""
     from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
@@ -690,15 +691,8 @@ def websocket_protocol(**options: Any) -> asyncio.Protocol:
 
 
 def http_protocol(limits: ConnectionLimits) -> type[HttpConnection]:
-    """The protocol class to pass as uvicorn's `http`, serving every connection under `limits`."""
+    """The protocol class serving every connection under `limits` (uvicorn's `http` option takes it too)."""
     return type("LimitedHttpConnection", (HttpConnection,), {"limits": limits})
 
 
-def protocols(header_timeout: float, body_timeout: float, max_connections: int) -> dict[str, Any]:
-    """uvicorn.Config's `http` and `ws` for switch's server, its connections held to these limits."""
-    limits = ConnectionLimits(header_timeout, body_timeout, max_connections)
-    # uvicorn keeps a `ws` that is not a name as the factory it calls (typed as a class, used as a callable).
-    return {"http": http_protocol(limits), "ws": websocket_protocol}
-
-
-__all__ = ["Cycle", "HttpConnection", "http_protocol", "protocols", "websocket_protocol"]
+__all__ = ["Cycle", "HttpConnection", "http_protocol", "websocket_protocol"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import os
+import signal
 import socket
 import sys
 from typing import Any
@@ -111,6 +112,25 @@ def _refuse_a_second_proxy(configured: int, port: int) -> None:
         )
 
 
+def server_for(app: Any, server_settings: Any, handle_signals: bool = True) -> Any:
+    """A `serving.Serving` of `app` under `[server]`'s limits, as `switch serve` runs it (the tests too)."""
+    from switch.proxy.connections import ConnectionLimits
+    from switch.proxy.serving import Serving
+
+    return Serving(
+        app,
+        ConnectionLimits(server_settings.header_timeout, server_settings.body_timeout, server_settings.max_connections),
+        keep_alive=server_settings.idle_timeout,
+        # Live streams get this long to finish on SIGTERM; then they are cancelled, and the relay ends each
+        # with an in-band error and records it (see `Relay._watched`).
+        grace=server_settings.shutdown_grace,
+        # A Responses WebSocket message is a request body: the same cap, plus room for the envelope, so
+        # the endpoint's own check (a close naming the limit) sees what is just over it.
+        websocket_max_size=server_settings.max_body_bytes + WS_ENVELOPE_BYTES,
+        handle_signals=handle_signals,
+    )
+
+
 def _stopped_line(recorder: Any) -> str:
     """What a stopped proxy says (Ctrl-C, SIGTERM): that it stopped, and where its calls went."""
     written = recorder.written
@@ -193,10 +213,25 @@ def _say(line: str, err: bool = False) -> None:
     stream.flush()
 
 
+def _configure_logging(level: str) -> None:
+    """The proxy's messages on stderr from `level` up: below warning, each with its level and source."""
+    import logging
+
+    from switch.child import PROXY_LOG_LEVELS
+
+    number = PROXY_LOG_LEVELS[level]
+    root = logging.getLogger()
+    root.setLevel(number)
+    if number < logging.WARNING:
+        # Warnings and errors alone go out as Python's last-resort handler prints them, the bare message.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+
+
 def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -> int:
     """Run the proxy until it is stopped; the exit code (SwitchError and OSError propagate to `main`)."""
-    import uvicorn
-
+    _configure_logging(log_level)
     from switch import locations
     from switch.errors import SwitchError
     from switch.proxy.app import create_app
@@ -259,31 +294,7 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
 
         shipper = start_shipper(settings)
     _tune_gc()
-    from switch.proxy.http_server import protocols
-
-    server_settings = settings.server
-    config = uvicorn.Config(
-        app,
-        **protocols(server_settings.header_timeout, server_settings.body_timeout, server_settings.max_connections),
-        host=settings.server.host,
-        port=settings.server.port,
-        log_level=log_level,
-        access_log=False,
-        lifespan="on",
-        timeout_keep_alive=settings.server.idle_timeout,
-        # Live streams get this long to finish on SIGTERM; then uvicorn cancels them, and the
-        # relay ends each with an in-band error and records it (see `Relay._watched`).
-        timeout_graceful_shutdown=settings.server.shutdown_grace,
-        proxy_headers=False,
-        server_header=False,
-        # A Responses WebSocket message is a request body: the same cap, plus room for the envelope, so
-        # the endpoint's own check (a close naming the limit) sees what is just over it.
-        ws_max_size=settings.server.max_body_bytes + WS_ENVELOPE_BYTES,
-        # Codex offers permessage-deflate; on loopback compressing each of a turn's hundred-odd events costs
-        # CPU and saves nothing, so the extension is declined (Codex works without it).
-        ws_per_message_deflate=False,
-    )
-    server = uvicorn.Server(config)
+    server = server_for(app, settings.server)
     # The socket already listens: connections from here on wait in its backlog until uvicorn serves them.
     _say(f"switch proxy listening on {_url(listener)} (home {locations.home()}, pid {os.getpid()})")
     if degraded is not None:
@@ -297,20 +308,25 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
 
         _say(f"team ledger: shipping to {where(settings.team)} as {settings.team.member}")
     try:
-        server.run(sockets=[listener])
+        caught = server.run([listener])
     finally:
-        # uvicorn raises Ctrl-C again once it has shut down: this runs for it too.
         listener.close()
         recorder.close()
         if shipper is not None:
             shipper.stop()
         if server.started:
             _say(_stopped_line(recorder))
+    for number in reversed(caught):
+        # Ended as the signal would have ended it (Ctrl-C: `main` exits 130; SIGTERM: by the signal, which
+        # is what a service manager expects of a clean stop), now that the calls and the ledger are closed.
+        signal.raise_signal(number)
     return EXIT_OK if server.started else EXIT_FAILED
 
 
 def _options(argv: list[str]) -> tuple[str | None, int | None, str, bool]:
     """(host, port, log level, fail open) from the argv `switch serve` passes (it has checked each value)."""
+    from switch.child import PROXY_LOG_LEVELS
+
     host: str | None = None
     port: int | None = None
     log_level, fail_open = "warning", False
@@ -326,7 +342,9 @@ def _options(argv: list[str]) -> tuple[str | None, int | None, str, bool]:
             elif option == "--port":
                 port = int(value)
             else:
-                log_level = value
+                log_level = value.lower()
+                if log_level not in PROXY_LOG_LEVELS:
+                    raise SystemExit(f"switch: --log-level: {value!r} is not one of {', '.join(PROXY_LOG_LEVELS)}")
         else:
             raise SystemExit(f"switch: {option}: not an option of the proxy process; run it as `switch serve`")
     return host, port, log_level, fail_open

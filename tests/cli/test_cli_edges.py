@@ -9,7 +9,6 @@ import io
 import json
 import signal
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from switch.config import load_settings
 from switch.ledger.recorder import Recorder
 from tests.commands import run_switch
 from tests.ledger_seed import kimi_call, pricer_for, seed_ledger
-from tests.servers import free_port, serve_process, wait_until
+from tests.servers import free_port, serve_process, stopped_serve, wait_until
 
 TRACEBACK = "Traceback (most recent call last)"
 
@@ -137,24 +136,10 @@ def _routing(port: int) -> dict[str, object]:
 
 
 def test_serve_says_it_stopped_on_ctrl_c(isolated_home: Path) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        wait_until(lambda: _answers(port) or process.poll() is not None, 30, "switch serve to answer")
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 130, stderr  # the shell's code for a program ended by Ctrl-C
-    assert stdout.splitlines()[-1] == "switch proxy stopped; 0 calls written to the ledger"
-    assert TRACEBACK not in stderr
+    stopped = stopped_serve(signal.SIGINT)
+    assert stopped.returncode == 130, stopped.stderr  # the shell's code for a program ended by Ctrl-C
+    assert stopped.stdout.splitlines()[-1] == "switch proxy stopped; 0 calls written to the ledger"
+    assert TRACEBACK not in stopped.stderr
 
 
 def _answers(port: int) -> bool:

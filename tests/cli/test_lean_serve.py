@@ -100,7 +100,7 @@ def _imports_while_serving(tmp_path: Path) -> tuple[set[str], str]:
 
 def test_neither_the_command_nor_the_serving_process_imports_typer_or_the_commands(tmp_path: Path) -> None:
     modules, command = _imports_while_serving(tmp_path)
-    assert {"uvicorn", "switch.proxy.app", "switch.service.activation"} <= modules
+    assert {"switch.proxy.serving", "switch.proxy.app", "switch.service.activation"} <= modules
     assert not {name for name in modules if name.split(".")[0] == "typer" or name.startswith("switch.cli")}
     # The split above is between the two processes: the command's own one read its options and exec'd,
     # without typer or any command module (whoever starts the proxy waited for those to load).
@@ -109,22 +109,23 @@ def test_neither_the_command_nor_the_serving_process_imports_typer_or_the_comman
     assert not {name for name in command_modules if name.split(".")[0] == "typer" or name == "switch.cli.commands"}
 
 
-def test_the_serving_process_loads_no_web_framework_and_no_websocket_library_until_an_upgrade(
+def test_the_serving_process_loads_no_web_framework_no_uvicorn_and_no_websocket_library_until_an_upgrade(
     tmp_path: Path,
 ) -> None:
-    # Memory a proxy keeps for its whole life: the router is switch's own, and the WebSocket protocol and
-    # library (1.6 MB) are imported by the first upgrade (tests/proxy/test_responses_websocket.py has those).
+    # Memory a proxy keeps for its whole life: the router and the server are switch's own, and uvicorn (3.1 MB
+    # with click and multiprocessing), its WebSocket protocol and the library (1.6 MB) are imported by the first
+    # upgrade (tests/proxy/test_responses_websocket.py has those).
     modules, _command = _imports_while_serving(tmp_path)
     assert "switch.proxy.relay" in modules
     roots = {name.split(".")[0] for name in modules}
-    assert not roots & {"starlette", "anyio", "websockets", "wsproto"}, roots & {"starlette", "anyio", "websockets"}
-    assert not {name for name in modules if name.startswith("uvicorn.protocols.websockets")}
+    unwanted = {"starlette", "anyio", "websockets", "wsproto", "uvicorn", "click", "multiprocessing"}
+    assert not roots & unwanted, roots & unwanted
 
 
 def test_the_proxy_module_imports_nothing_of_the_command_line() -> None:
     code = (
         "import sys\n"
-        "import switch.proxy.server_main, switch.proxy.app, switch.service.activation, uvicorn\n"
+        "import switch.proxy.server_main, switch.proxy.app, switch.proxy.serving, switch.service.activation\n"
         f"loaded = [name for name in sys.modules if name.startswith({COMMAND_MODULES!r})]\n"
         "assert not loaded, loaded\n"
     )

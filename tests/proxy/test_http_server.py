@@ -267,10 +267,9 @@ class _Transport(asyncio.Transport):
 async def test_once_the_app_has_taken_a_large_body_the_socket_is_read_again() -> None:
     # The body's last read took the read-ahead over its limit, so reading paused; nothing asks for more
     # body after it. Were reading left paused, the client's hang-up would go unread (see the test above).
-    from uvicorn.server import ServerState
-
     from switch.proxy.connections import ConnectionLimits
     from switch.proxy.http_server import HIGH_WATER, http_protocol
+    from switch.proxy.serving import ProtocolConfig, ServerState
 
     reading_once_taken: list[bool] = []
     transport = _Transport()
@@ -282,8 +281,7 @@ async def test_once_the_app_has_taken_a_large_body_the_socket_is_read_again() ->
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    config = uvicorn.Config(takes_the_body, lifespan="off")
-    config.load()
+    config = ProtocolConfig(takes_the_body, timeout_keep_alive=5.0, ws_protocol_class=None)
     connection = http_protocol(ConnectionLimits(10, 120, 16))(config=config, server_state=ServerState(), app_state={})
     connection.connection_made(transport)
     connection.data_received(_request("/", b"x" * (HIGH_WATER * 2)))

@@ -1,0 +1,69 @@
+"""switch's own server (switch.proxy.serving): what `switch serve` does around the calls, without uvicorn.
+
+The date every answer carries, a stop by SIGTERM or Ctrl-C that closes the ledger and says so before the
+process ends the way the signal would have ended it, and a `--log-level` that is checked, not a traceback.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from hypothesis import given
+from hypothesis import strategies as st
+
+from switch.proxy.serving import http_date
+from tests.commands import run_switch
+from tests.conftest import Proxy
+from tests.servers import free_port, stopped_serve
+
+IMF_FIXDATE = re.compile(
+    rb"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} "
+    rb"\d\d:\d\d:\d\d GMT$"
+)
+
+
+@given(st.floats(min_value=0, max_value=253_402_300_799, allow_nan=False))
+def test_the_date_header_is_what_the_standard_library_writes_in_any_locale(seconds: float) -> None:
+    assert http_date(seconds) == email.utils.formatdate(seconds, usegmt=True).encode()
+
+
+def test_every_answer_carries_the_current_date(start_proxy: Callable[..., Proxy]) -> None:
+    proxy = start_proxy()
+    before = time.time()
+    answer = httpx.get(proxy.url + "/healthz", timeout=10)
+    after = time.time()
+    date = answer.headers["date"].encode()
+    assert IMF_FIXDATE.match(date), date
+    # Refreshed once a second: within a second of the call (either side of it).
+    stamped = email.utils.parsedate_to_datetime(answer.headers["date"]).timestamp()
+    assert before - 1.5 <= stamped <= after + 0.5
+
+
+def test_sigterm_closes_the_ledger_says_so_and_ends_the_process_by_the_signal(isolated_home: Path) -> None:
+    # A service manager stops the proxy with SIGTERM: the last line tells where the calls went, and the exit
+    # status is the signal's, which systemd counts as a clean stop.
+    stopped = stopped_serve(signal.SIGTERM)
+    assert stopped.returncode == -signal.SIGTERM, stopped.stderr
+    assert stopped.stdout.splitlines()[-1] == "switch proxy stopped; 0 calls written to the ledger"
+    assert "Traceback" not in stopped.stderr
+
+
+def test_a_log_level_that_is_not_one_is_refused_in_one_line(isolated_home: Path) -> None:
+    result = run_switch("serve", "--port", str(free_port()), "--log-level", "loud")
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("switch: ") and "'loud' is not a log level" in lines[0], lines
+    assert "debug" in lines[0]
+
+
+def test_a_debug_log_level_shows_the_proxys_own_messages(isolated_home: Path) -> None:
+    # Before, `--log-level` set only uvicorn's loggers: switch's own info and debug lines never showed.
+    stopped = stopped_serve(signal.SIGINT, "--log-level", "DEBUG")
+    assert stopped.returncode == 130, stopped.stderr
+    assert re.search(r"^(DEBUG|INFO) switch\.", stopped.stderr, re.MULTILINE), stopped.stderr
