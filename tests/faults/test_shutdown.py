@@ -87,3 +87,46 @@ def test_sigterm_ends_live_calls_in_band_after_the_grace_and_records_them(isolat
     rows = ledger_rows(isolated_home)
     assert sorted((row["streamed"], row["outcome"]) for row in rows) == [(0, "proxy_error"), (1, "incomplete_stream")]
     assert all("shutting down" in row["error"] for row in rows)
+
+
+def test_a_second_ctrl_c_stops_at_once_and_the_live_call_keeps_its_row(isolated_home: Path) -> None:
+    # The first Ctrl-C gives live calls `shutdown_grace` (here a minute); a second one is the user saying
+    # "now": the proxy ends without waiting, yet the call it cut off is still written to the ledger.
+    fake = FakeChatUpstream()
+    fake.script(Reply(200, [TICK] * 1200, delay_between=0.05))
+    port = free_port()
+    with serve(fake) as url:
+        (isolated_home / "config.toml").write_text(
+            f'[server]\nshutdown_grace = 60\n[providers.baseten]\nbase_url = "{url}/v1"\n', encoding="utf-8"
+        )
+        with serve_process(port, {"BASETEN_API_KEY": FAKE_BASETEN_KEY}) as proxy:
+            with socket.create_connection(("127.0.0.1", port)) as streamed:
+                request = {
+                    "model": "m",
+                    "max_tokens": 5,
+                    "messages": [{"role": "user", "content": "x"}],
+                    "stream": True,
+                }
+                send_post(streamed, "/v1/messages", orjson.dumps(request))
+                received = b""
+                while b"tick" not in received:
+                    received += streamed.recv(4096)
+                proxy.send_signal(signal.SIGINT)
+                # The first one is taken once the proxy has begun waiting for the call (its socket is closed).
+                wait_until(lambda: not _accepts(port), what="the proxy to stop accepting")
+                stopping = time.monotonic()
+                proxy.send_signal(signal.SIGINT)
+                proxy.wait(timeout=50)
+                stopped_after = time.monotonic() - stopping
+    assert proxy.returncode == 130
+    assert stopped_after < 50, stopped_after  # not the minute of grace
+    rows = ledger_rows(isolated_home)
+    assert [(row["streamed"], row["outcome"]) for row in rows] == [(1, "incomplete_stream")], rows
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
