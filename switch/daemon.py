@@ -8,8 +8,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +42,44 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+HEALTH_ANSWER_LIMIT = 1024 * 1024
+"""The most of a /healthz answer read (a stranger on the port may send anything)."""
+
+
 def healthy(port: int, timeout: float = 0.5) -> dict[str, Any] | None:
-    """The proxy's /healthz answer on `port`, or None."""
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz")  # noqa: S310
+    """The proxy's /healthz answer on `port` (a JSON object), or None: nothing there, not 200, not JSON.
+
+    One HTTP/1.0 request on a plain socket, `timeout` per socket operation. The proxy probes its own port at
+    start with this; urllib.request would bring http.client, email and tempfile into it for good (1.3 MB).
+    """
+    request = f"GET /healthz HTTP/1.0\r\nhost: 127.0.0.1:{port}\r\n".encode()
     token = local_access_token()
     if token is not None:
         # A proxy with [server] access_token answers nobody without it, not even its own CLI.
-        request.add_header("x-switch-token", token)
+        request += b"x-switch-token: " + token.encode() + b"\r\n"
+    answer = b""
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            return dict(json.loads(response.read()))
-    except (urllib.error.URLError, OSError, ValueError):
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(request + b"\r\n")
+            while len(answer) <= HEALTH_ANSWER_LIMIT:
+                piece = sock.recv(65536)
+                if not piece:
+                    break
+                answer += piece
+    except OSError:
         return None
+    status_line, _, rest = answer.partition(b"\r\n")
+    head, ended, body = rest.partition(b"\r\n\r\n")
+    parts = status_line.split(None, 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or parts[1] != b"200" or not ended:
+        return None
+    if any(line.lower().startswith(b"transfer-encoding:") for line in head.split(b"\r\n")):
+        return None  # not what a server answers HTTP/1.0 with: not a switch proxy
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def local_access_token() -> str | None:

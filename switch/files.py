@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -29,6 +28,8 @@ def atomic_write(path: Path, data: bytes, default_mode: int = 0o600) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = default_mode
+    import tempfile  # here: the proxy never writes a file this way, and tempfile brings shutil and bz2 with it
+
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as handle:

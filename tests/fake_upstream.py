@@ -78,6 +78,17 @@ async def read_body(receive: Any) -> bytes:
             return body
 
 
+def read_head(connection: socket.socket) -> bytes | None:
+    """A request's bytes read off a blocking socket up to the end of its head (some body may follow); None: closed."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        piece = connection.recv(65536)
+        if not piece:
+            return None
+        head += piece
+    return head
+
+
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or []
 
@@ -601,12 +612,9 @@ class RawUpstream:
 
     def _answer(self, connection: socket.socket) -> None:
         with connection:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                piece = connection.recv(65536)
-                if not piece:
-                    return
-                head += piece
+            head = read_head(connection)
+            if head is None:
+                return
             length = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1))  # type: ignore[union-attr]
             body = head.partition(b"\r\n\r\n")[2]
             while len(body) < length:

@@ -29,11 +29,11 @@ of the same name wins). The active preset's name is kept in `$SWITCH_HOME/active
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,9 @@ from switch.settings_checks import refuse_control_characters
 log = logging.getLogger("switch.presets")
 
 # The repository's harness_presets/ folder, installed as switch.harness_presets (see setup.py).
-SHIPPED_DIR = Path(str(resources.files("switch.harness_presets")))
+# The package's own folder: `importlib.resources` would find the same one, and bring tempfile, shutil,
+# zipfile and random into the proxy (about 1 MB kept, and milliseconds of every start) to do it.
+SHIPPED_DIR = Path(next(iter(importlib.import_module("switch.harness_presets").__path__)))
 SECTIONS = ("default", "claude-code", "codex", "langchain")
 REASONING_MODES = ("off", "follow", "none", "minimal", "low", "medium", "high", "xhigh", "max")
 DEFAULTS_PRESET = "defaults"

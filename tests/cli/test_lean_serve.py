@@ -79,12 +79,15 @@ def test_the_proxy_keeps_the_pid_it_was_started_with_and_runs_the_lean_module(tm
             assert b"serve" not in cmdline
 
 
-def _imports_while_serving(tmp_path: Path) -> tuple[set[str], str]:
+def _imports_while_serving(tmp_path: Path, keyring: bool = True) -> tuple[set[str], str]:
     """(the modules the proxy process imported up to and through served probes and a model call, the
     command process's import log)."""
     # Python logs every import to stderr under this variable; it survives the exec, so the last process
     # in the log (after its own header) is the proxy.
     env = {"PYTHONPROFILEIMPORTTIME": "1"}
+    if not keyring:
+        # As where no keyring can answer (no D-Bus session, as in the peer bench): keyring is not imported.
+        env["PYTHON_KEYRING_BACKEND"] = ""
     stderr = tmp_path / "stderr"
     with serving([sys.executable, "-P", "-m", "switch", "serve", "--port", "0"], stderr, env) as (process, port, _):
         url = f"http://127.0.0.1:{port}"
@@ -115,11 +118,15 @@ def test_the_serving_process_loads_no_web_framework_no_uvicorn_and_no_websocket_
     # Memory a proxy keeps for its whole life: the router and the server are switch's own, and uvicorn (3.1 MB
     # with click and multiprocessing), its WebSocket protocol and the library (1.6 MB) are imported by the first
     # upgrade (tests/proxy/test_responses_websocket.py has those).
-    modules, _command = _imports_while_serving(tmp_path)
-    assert "switch.proxy.relay" in modules
+    modules, _command = _imports_while_serving(tmp_path, keyring=False)
+    assert "switch.proxy.relay" in modules and "keyring" not in modules
     roots = {name.split(".")[0] for name in modules}
     unwanted = {"starlette", "anyio", "websockets", "wsproto", "uvicorn", "click", "multiprocessing"}
     assert not roots & unwanted, roots & unwanted
+    # Finding the shipped presets' folder, probing the port at start and writing files atomically need
+    # none of these (with shutil, zipfile, bz2, email and http.client behind them, about 2 MB).
+    heavy = {"tempfile", "importlib.resources", "urllib.request", "http.client", "email"}
+    assert not modules & heavy, modules & heavy
 
 
 def test_the_proxy_module_imports_nothing_of_the_command_line() -> None:
