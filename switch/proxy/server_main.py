@@ -234,7 +234,6 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
     _configure_logging(log_level)
     from switch import locations
     from switch.errors import SwitchError
-    from switch.proxy.app import create_app
     from switch.service.activation import inherited_socket
 
     # Taken first: its variables must not outlive this check, whatever happens next.
@@ -272,9 +271,12 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
     listener = inherited if inherited is not None else _listen(settings.server.host, settings.server.port)
     # A service restart hands the socket to us while the last instance may still finish its streams.
     hold_home(wait=settings.server.shutdown_grace + 5.0 if inherited is not None else 0.0)
+    # The proxy's own modules load once the socket listens: a client that connects meanwhile (a harness
+    # started right after `switch up`) waits in the backlog for the first answer instead of being refused.
     from switch.config import litellm_names
     from switch.ledger.pricer import Pricer
     from switch.ledger.recorder import Recorder
+    from switch.proxy.app import create_app
 
     pricer = Pricer(
         settings.prices,
