@@ -49,37 +49,57 @@ HEALTH_ANSWER_LIMIT = 1024 * 1024
 def healthy(port: int, timeout: float = 0.5) -> dict[str, Any] | None:
     """The proxy's /healthz answer on `port` (a JSON object), or None: nothing there, not 200, not JSON.
 
-    One HTTP/1.0 request on a plain socket, `timeout` per socket operation. The proxy probes its own port at
-    start with this; urllib.request would bring http.client, email and tempfile into it for good (1.3 MB).
+    One HTTP/1.0 request on a plain socket, all of it within twice `timeout` (a stranger on the port may
+    trickle bytes or never close). The proxy probes its own port at start with this; urllib.request would
+    bring http.client, email and tempfile into it for good (1.3 MB).
     """
     request = f"GET /healthz HTTP/1.0\r\nhost: 127.0.0.1:{port}\r\n".encode()
     token = local_access_token()
     if token is not None:
         # A proxy with [server] access_token answers nobody without it, not even its own CLI.
         request += b"x-switch-token: " + token.encode() + b"\r\n"
+    deadline = time.monotonic() + 2 * timeout
     answer = b""
+    length: int | None = None
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
             sock.sendall(request + b"\r\n")
             while len(answer) <= HEALTH_ANSWER_LIMIT:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                sock.settimeout(left)
                 piece = sock.recv(65536)
                 if not piece:
                     break
                 answer += piece
+                head, ended, body = answer.partition(b"\r\n\r\n")
+                if ended:
+                    length = _content_length(head)
+                    if not head.startswith((b"HTTP/1.0 200 ", b"HTTP/1.1 200 ")):
+                        return None
+                    if length is not None and len(body) >= length:
+                        break
     except OSError:
         return None
-    status_line, _, rest = answer.partition(b"\r\n")
-    head, ended, body = rest.partition(b"\r\n\r\n")
-    parts = status_line.split(None, 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or parts[1] != b"200" or not ended:
+    head, ended, body = answer.partition(b"\r\n\r\n")
+    if not ended or not head.startswith((b"HTTP/1.0 200 ", b"HTTP/1.1 200 ")):
         return None
-    if any(line.lower().startswith(b"transfer-encoding:") for line in head.split(b"\r\n")):
-        return None  # not what a server answers HTTP/1.0 with: not a switch proxy
     try:
-        value = json.loads(body)
+        value = json.loads(body if length is None else body[:length])
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _content_length(head: bytes) -> int | None:
+    """The `content-length` of an answer's head, or None (none, or not a number)."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            value = value.strip()
+            return int(value) if value.isdigit() else None
+    return None
 
 
 def local_access_token() -> str | None:

@@ -85,7 +85,7 @@ def lifespan(
         finally:
             for task in running:
                 task.cancel()
-            # uvicorn starts this once the grace period is over and it has cancelled the calls still
+            # The server starts this once the grace period is over and it has cancelled the calls still
             # running; they are ending their streams and recording themselves: wait for that.
             deadline = time.monotonic() + LAST_CALLS_S
             while calls.busy and time.monotonic() < deadline:
@@ -95,8 +95,9 @@ def lifespan(
                 fail_open.clear_marker()
             await relay.http.aclose()
             await relay.litellm.aclose()
-            # Write out queued records here, inside the server's shutdown: uvicorn re-raises the
-            # SIGTERM/SIGINT it caught once `run()` returns, which ends the process on the spot.
+            # Write out queued records here, inside the server's shutdown, wherever the app is served:
+            # uvicorn (the tests' other servers) re-raises a caught SIGTERM inside `run()`, which ends the
+            # process on the spot.
             close_sink = getattr(sink, "close", None)
             if close_sink is not None:
                 await asyncio.to_thread(close_sink)

@@ -1,4 +1,4 @@
-"""The proxy's own process: start-up checks, the listening socket, the home lock, uvicorn.
+"""The proxy's own process: start-up checks, the listening socket, the home lock, the server (`serving.py`).
 
 `switch serve` parses its options with typer and then execs this module (same PID), so typer, click's
 help machinery and every other command stay out of a process that lives as long as the proxy does:
@@ -53,7 +53,7 @@ def _tune_gc() -> None:
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """A socket listening on host:port, bound here so a busy port is explained before uvicorn starts."""
+    """A socket listening on host:port, bound here so a busy port is explained before anything else starts."""
     from switch.errors import SwitchError
 
     try:
@@ -214,19 +214,27 @@ def _say(line: str, err: bool = False) -> None:
 
 
 def _configure_logging(level: str) -> None:
-    """The proxy's messages on stderr from `level` up: below warning, each with its level and source."""
+    """switch's messages (and those of uvicorn's WebSocket protocol) on stderr from `level` up.
+
+    Below warning, a handler prints each with its level and source; warnings and errors alone go out as
+    Python's last-resort handler prints them, the bare message. Other libraries' loggers are left alone.
+    """
     import logging
 
     from switch.child import PROXY_LOG_LEVELS
 
     number = PROXY_LOG_LEVELS[level]
-    root = logging.getLogger()
-    root.setLevel(number)
+    logging.addLevelName(PROXY_LOG_LEVELS["trace"], "TRACE")
+    handler = None
     if number < logging.WARNING:
-        # Warnings and errors alone go out as Python's last-resort handler prints them, the bare message.
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
+    for name in ("switch", "uvicorn"):
+        logger = logging.getLogger(name)
+        logger.setLevel(number)
+        if handler is not None:
+            logger.addHandler(handler)
+            logger.propagate = False
 
 
 def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -> int:
@@ -297,7 +305,7 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
         shipper = start_shipper(settings)
     _tune_gc()
     server = server_for(app, settings.server)
-    # The socket already listens: connections from here on wait in its backlog until uvicorn serves them.
+    # The socket already listens: connections from here on wait in its backlog until the server serves them.
     _say(f"switch proxy listening on {_url(listener)} (home {locations.home()}, pid {os.getpid()})")
     if degraded is not None:
         _say(f"{degraded.health()['notice']}: {degraded.reason}", err=True)

@@ -11,8 +11,9 @@ What it keeps of uvicorn's behaviour:
 - a `date` header on every answer, refreshed once a second;
 - SIGINT or SIGTERM starts a graceful shutdown: the socket is closed, idle connections close at once and
   busy ones after their answer, calls get `grace` seconds to finish, then the rest are cancelled and the
-  lifespan's shutdown runs; a second Ctrl-C skips the waiting. `run` returns the signals it caught, for
-  the process to end with them once it has done its own closing (`server_main`).
+  lifespan's shutdown runs; a second Ctrl-C cancels the calls at once (they still record themselves).
+  `run` returns the signals it caught, for the process to end with them once it has done its own closing
+  (`server_main`).
 """
 
 from __future__ import annotations
@@ -202,10 +203,8 @@ class Serving:
         self._app_state: dict[str, Any] = {}
 
     def run(self, sockets: list[socket.socket]) -> list[int]:
-        """Serve `sockets` on a new uvloop event loop until stopped; the signals caught."""
-        import uvloop
-
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        """Serve `sockets` on a new event loop (uvloop's where it is installed) until stopped; the signals caught."""
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(self.serve(sockets))
         return self.caught
 
@@ -213,8 +212,11 @@ class Serving:
         """Begin the graceful shutdown; from any thread."""
         self.should_exit = True
         loop, exit_event = self._loop, self._exit
-        if loop is not None and exit_event is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(exit_event.set)
+        if loop is not None and exit_event is not None:
+            try:
+                loop.call_soon_threadsafe(exit_event.set)
+            except RuntimeError:
+                pass  # the loop has closed: the server has already stopped
 
     async def serve(self, sockets: list[socket.socket]) -> None:
         """Start, serve until stopped, shut down."""
@@ -222,9 +224,7 @@ class Serving:
         self._exit = asyncio.Event()
         if self.should_exit:
             self._exit.set()
-        if self.handle_signals:
-            for number in HANDLED_SIGNALS:
-                loop.add_signal_handler(number, self._caught, number)
+        restore = self._catch_signals(loop) if self.handle_signals else None
         try:
             lifespan = Lifespan(self.app)
             if not await lifespan.startup():
@@ -237,12 +237,36 @@ class Serving:
             self.started = True
             await self._exit.wait()
             await self._shutdown(sockets)
-            if not self.force_exit:
-                await lifespan.shutdown()
+            # Also after a second Ctrl-C: the calls it cut off record themselves and the ledger is closed.
+            await lifespan.shutdown()
         finally:
-            if self.handle_signals:
-                for number in HANDLED_SIGNALS:
-                    loop.remove_signal_handler(number)
+            if restore is not None:
+                restore()
+
+    def _catch_signals(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+        """SIGINT and SIGTERM begin the shutdown while serving; the function that puts the old handlers back."""
+        try:
+            for number in HANDLED_SIGNALS:
+                loop.add_signal_handler(number, self._caught, number)
+        except NotImplementedError:
+            # Windows' event loops take no signal handlers: Python's own, passed to the loop (which the
+            # signal wakes).
+            previous = {
+                number: signal.signal(number, lambda number, _frame: loop.call_soon_threadsafe(self._caught, number))
+                for number in HANDLED_SIGNALS
+            }
+
+            def put_back() -> None:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+
+            return put_back
+
+        def remove() -> None:
+            for number in HANDLED_SIGNALS:
+                loop.remove_signal_handler(number)
+
+        return remove
 
     def _connection(self) -> asyncio.Protocol:
         return self.protocol(config=self.config, server_state=self.state, app_state=self._app_state)
@@ -275,8 +299,9 @@ class Serving:
             await asyncio.wait_for(self._settled(), timeout=self.grace)
         except TimeoutError:
             log.error("%d call(s) still running after %g s: cancelled", len(self.state.tasks), self.grace)
-            for task in self.state.tasks:
-                task.cancel(msg="cancelled: the proxy is stopping and its shutdown grace is over")
+        for task in self.state.tasks:
+            # After the grace, or at once after a second Ctrl-C.
+            task.cancel(msg="cancelled: the proxy is stopping and its shutdown grace is over")
 
     async def _settled(self) -> None:
         """Until every connection is closed and every call has ended (or a second Ctrl-C)."""
@@ -287,6 +312,15 @@ class Serving:
             return
         for server in self.servers:
             await server.wait_closed()
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (not on Windows or PyPy: see pyproject.toml); else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 __all__ = ["Lifespan", "ProtocolConfig", "ServerState", "Serving", "http_date", "websocket_upgrades"]

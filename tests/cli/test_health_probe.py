@@ -11,8 +11,8 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import httpx
@@ -25,12 +25,14 @@ from tests.servers import end_process, free_port, wait_until
 
 
 @contextmanager
-def answering(reply: bytes) -> Iterator[int]:
-    """A loopback port whose every connection gets `reply` once its request has arrived, then a close."""
+def one_connection(handle: Callable[[socket.socket, threading.Event], None]) -> Iterator[int]:
+    """A loopback port whose first connection, once its request head has arrived, goes to `handle` (with an
+    event set when the test is done); yields the port."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     listener.settimeout(10)
+    done = threading.Event()
 
     def serve_once() -> None:
         try:
@@ -40,15 +42,21 @@ def answering(reply: bytes) -> Iterator[int]:
         with connection:
             connection.settimeout(10)
             if read_head(connection) is not None:
-                connection.sendall(reply)
+                handle(connection, done)
 
     thread = threading.Thread(target=serve_once, daemon=True)
     thread.start()
     try:
         yield listener.getsockname()[1]
     finally:
+        done.set()
         listener.close()
         thread.join(timeout=10)
+
+
+def answering(reply: bytes) -> AbstractContextManager[int]:
+    """A loopback port whose connection gets `reply`, then a close."""
+    return one_connection(lambda connection, _done: connection.sendall(reply))
 
 
 OK_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n"
@@ -66,7 +74,35 @@ def test_any_answer_is_a_json_object_or_none(reply: bytes, isolated_home: Path) 
         found = daemon.healthy(port, timeout=5)
     assert found is None or isinstance(found, dict)
     if found is not None:
-        assert reply.startswith(b"HTTP/") and found == json.loads(reply.split(b"\r\n\r\n", 1)[1])
+        assert reply.startswith((b"HTTP/1.0 200 ", b"HTTP/1.1 200 "))
+        if b"content-length" not in reply.lower():
+            assert found == json.loads(reply.split(b"\r\n\r\n", 1)[1])
+
+
+def test_a_stranger_that_trickles_bytes_for_ever_is_given_up_on(isolated_home: Path) -> None:
+    # One byte every 50 ms never lets a per-read timeout fire: the probe has a deadline of its own.
+    def trickle(connection: socket.socket, done: threading.Event) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\n")
+        while not done.wait(0.05):
+            connection.sendall(b"x")
+
+    results: list[object] = []
+    with one_connection(trickle) as port:
+        probe = threading.Thread(target=lambda: results.append(daemon.healthy(port, timeout=0.3)))
+        probe.start()
+        probe.join(timeout=30)
+    assert results == [None]
+
+
+def test_an_answer_is_read_to_its_content_length_even_if_the_connection_stays_open(isolated_home: Path) -> None:
+    body = b'{"pid": 7, "home": "h"}'
+
+    def answer_and_hold(connection: socket.socket, done: threading.Event) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%b" % (len(body), body))
+        done.wait(30)
+
+    with one_connection(answer_and_hold) as port:
+        assert daemon.healthy(port, timeout=10) == {"pid": 7, "home": "h"}
 
 
 def test_nothing_listening_is_none(isolated_home: Path) -> None:
