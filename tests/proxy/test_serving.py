@@ -9,18 +9,21 @@ from __future__ import annotations
 import email.utils
 import re
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from switch.proxy.serving import http_date
 from tests.commands import run_switch
 from tests.conftest import Proxy
-from tests.servers import free_port, stopped_serve
+from tests.servers import free_port, serve, stopped_serve
 
 IMF_FIXDATE = re.compile(
     rb"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} "
@@ -67,3 +70,23 @@ def test_a_debug_log_level_shows_the_proxys_own_messages(isolated_home: Path) ->
     stopped = stopped_serve(signal.SIGINT, "--log-level", "DEBUG")
     assert stopped.returncode == 130, stopped.stderr
     assert re.search(r"^(DEBUG|INFO) switch\.", stopped.stderr, re.MULTILINE), stopped.stderr
+
+
+def test_without_uvloop_the_server_runs_on_asyncios_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyproject.toml leaves uvloop out on Windows and PyPy: `switch serve` must still serve there.
+    import asyncio
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # `import uvloop` raises ImportError
+    loops: list[str] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        loops.append(type(asyncio.get_running_loop()).__module__)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    with serve(app, http="switch") as url:
+        answer = httpx.get(url + "/", timeout=10)
+    assert answer.status_code == 200 and answer.text == "ok"
+    assert loops and not loops[0].startswith("uvloop"), loops
