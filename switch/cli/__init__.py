@@ -26,7 +26,12 @@ def main() -> None:
 
         arguments = plain_serve_arguments(sys.argv[2:])
         if arguments is not None:
-            become_proxy(arguments)
+            try:
+                become_proxy(arguments)
+            except OSError as exc:  # this Python is gone (a venv rebuilt under it): one line, as typer's path says it
+                where = f": {exc.filename}" if exc.filename else ""
+                sys.stderr.write(f"switch: {exc.strerror or exc}{where}\n")
+                raise SystemExit(1) from None
     from switch.cli.commands import COMPLETE_VARIABLE, app
 
     if COMPLETE_VARIABLE in os.environ:

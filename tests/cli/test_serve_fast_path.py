@@ -115,3 +115,21 @@ def test_serve_help_is_still_typers(isolated_home: Path) -> None:
     result = run_switch("serve", "--help")
     assert result.returncode == 0, result.stderr
     assert "--fail-open" in result.stdout and "Run the proxy in the foreground" in result.stdout
+
+
+# A repeated option is left to typer, which takes the last one.
+@pytest.mark.parametrize("argv", [["--port", "0"], ["--port", "1", "--port", "0"]], ids=["fast path", "typer"])
+def test_a_python_that_cannot_be_started_is_one_line_either_way(argv: list[str], isolated_home: Path) -> None:
+    # The exec fails (this Python's executable is gone, as when its venv is rebuilt under it): the fast path
+    # says so as typer's path does, in one `switch: …` line, not a traceback.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.executable = '/nonexistent/python'; "
+        f"sys.argv = ['switch', 'serve', *{argv!r}]; from switch.cli import main; main()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("switch: "), result.stderr
+    assert result.returncode == 1 and "/nonexistent/python" in lines[0], result.stderr
