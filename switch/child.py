@@ -16,6 +16,46 @@ PROXY_MODULE = "switch.proxy.server_main"
 """The module `switch serve` execs into: the proxy's own process runs `python -P -m PROXY_MODULE`."""
 PROXY_LOG_LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "trace": 5}
 """The proxy's `--log-level` choices and the `logging` levels they stand for (`trace`: below debug)."""
+HIGHEST_PORT = 65535
+
+_VALUED = ("--host", "--port", "--log-level")
+
+
+def serve_options(argv: list[str]) -> tuple[str | None, int | None, str, bool] | None:
+    """(host, port, log level, fail open) from `switch serve`'s options, or None for anything else.
+
+    Accepted: `--host H`, `--port N` (0-65535, digits only), `--log-level L` (a known level, any case), each
+    also as `--name=value`, and `--fail-open`, each at most once; a value never starts with `-`. `switch
+    serve` reads its own options with this before typer loads (anything it refuses goes to typer's command,
+    which answers help and mistakes); the proxy process reads the argv it is started with.
+    """
+    values: dict[str, str] = {}
+    fail_open = False
+    rest = list(argv)
+    while rest:
+        token = rest.pop(0)
+        if token == "--fail-open":
+            if fail_open:
+                return None
+            fail_open = True
+            continue
+        name, equals, value = token.partition("=")
+        if name not in _VALUED or name in values:
+            return None
+        if not equals:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if value.startswith("-"):
+            return None
+        values[name] = value
+    port = values.get("--port")
+    if port is not None and not (port.isascii() and port.isdigit() and int(port) <= HIGHEST_PORT):
+        return None
+    log_level = values.get("--log-level", "warning").lower()
+    if log_level not in PROXY_LOG_LEVELS:
+        return None
+    return values.get("--host"), int(port) if port is not None else None, log_level, fail_open
 
 
 def python_argv(*arguments: str) -> list[str]:

@@ -16,11 +16,6 @@ TYPE_CHECKING = False  # `typing` costs milliseconds; this module runs before an
 if TYPE_CHECKING:
     from typing import NoReturn
 
-HIGHEST_PORT = 65535
-
-_VALUED = ("--host", "--port", "--log-level")
-_FLAGS = ("--fail-open",)
-
 
 def proxy_arguments(host: str | None, port: int | None, log_level: str, fail_open: bool) -> list[str]:
     """The parsed options of `switch serve` as the argv of the proxy process."""
@@ -35,39 +30,12 @@ def proxy_arguments(host: str | None, port: int | None, log_level: str, fail_ope
 def plain_serve_arguments(argv: list[str]) -> list[str] | None:
     """The proxy's argv for `switch serve ARGV`, or None when typer must read ARGV (help, errors, anything unusual).
 
-    Accepted: `--host H`, `--port N` (0-65535, digits only), `--log-level L` (a known level, any case), each
-    also as `--name=value`, and `--fail-open`, each at most once; a value never starts with `-`. These are
-    read as typer reads them, so both ways start the same proxy.
+    `child.serve_options` reads ARGV as typer would, so both ways start the same proxy.
     """
-    values: dict[str, str] = {}
-    fail_open = False
-    rest = list(argv)
-    while rest:
-        token = rest.pop(0)
-        if token in _FLAGS:
-            if fail_open:
-                return None
-            fail_open = True
-            continue
-        name, equals, value = token.partition("=")
-        if name not in _VALUED or name in values:
-            return None
-        if not equals:
-            if not rest:
-                return None
-            value = rest.pop(0)
-        if value.startswith("-"):
-            return None
-        values[name] = value
-    port = values.get("--port")
-    if port is not None and not (port.isascii() and port.isdigit() and int(port) <= HIGHEST_PORT):
-        return None
-    from switch.child import PROXY_LOG_LEVELS
+    from switch.child import serve_options
 
-    log_level = values.get("--log-level", "warning").lower()
-    if log_level not in PROXY_LOG_LEVELS:
-        return None
-    return proxy_arguments(values.get("--host"), int(port) if port is not None else None, log_level, fail_open)
+    options = serve_options(argv)
+    return None if options is None else proxy_arguments(*options)
 
 
 def proxy_environment() -> dict[str, str]:

@@ -7,7 +7,8 @@ from typing import Any
 
 import typer
 
-from switch.cli.proxy_process import HIGHEST_PORT, become_proxy, proxy_arguments
+from switch.child import HIGHEST_PORT
+from switch.cli.proxy_process import become_proxy, proxy_arguments
 
 # `up` and `run` refuse to start on what the proxy refuses; they import the checks from here.
 from switch.proxy.server_main import startup_checks as startup_checks

@@ -1,7 +1,8 @@
 """The proxy's own process: start-up checks, the listening socket, the home lock, the server (`serving.py`).
 
-`switch serve` parses its options with typer and then execs this module (same PID), so typer, click's
-help machinery and every other command stay out of a process that lives as long as the proxy does:
+`switch serve` reads its options (without typer when they are plain, `cli/proxy_process.py`) and then execs
+this module (same PID), so typer, click's help machinery and every other command stay out of a process that
+lives as long as the proxy does:
 
     python -P -m switch.proxy.server_main [--host HOST] [--port PORT] [--log-level LEVEL] [--fail-open]
 
@@ -334,30 +335,13 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
 
 
 def _options(argv: list[str]) -> tuple[str | None, int | None, str, bool]:
-    """(host, port, log level, fail open) from the argv `switch serve` passes (it has checked each value)."""
-    from switch.child import PROXY_LOG_LEVELS
+    """(host, port, log level, fail open) from the argv `switch serve` passes."""
+    from switch.child import serve_options
 
-    host: str | None = None
-    port: int | None = None
-    log_level, fail_open = "warning", False
-    rest = list(argv)
-    while rest:
-        option = rest.pop(0)
-        if option == "--fail-open":
-            fail_open = True
-        elif option in ("--host", "--port", "--log-level") and rest:
-            value = rest.pop(0)
-            if option == "--host":
-                host = value
-            elif option == "--port":
-                port = int(value)
-            else:
-                log_level = value.lower()
-                if log_level not in PROXY_LOG_LEVELS:
-                    raise SystemExit(f"switch: --log-level: {value!r} is not one of {', '.join(PROXY_LOG_LEVELS)}")
-        else:
-            raise SystemExit(f"switch: {option}: not an option of the proxy process; run it as `switch serve`")
-    return host, port, log_level, fail_open
+    options = serve_options(argv)
+    if options is None:
+        raise SystemExit(f"switch: {' '.join(argv)}: not the proxy process's options; run it as `switch serve`")
+    return options
 
 
 def _report(exc: BaseException) -> int | None:

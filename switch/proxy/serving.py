@@ -275,9 +275,7 @@ class Serving:
         self.caught.append(number)
         if self.should_exit and number == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: stop waiting for calls
-        self.should_exit = True
-        if self._exit is not None:
-            self._exit.set()
+        self.stop()
 
     def _refresh_date(self) -> None:
         now = time.time()
