@@ -61,7 +61,7 @@ def _switch_server(app: Any) -> Iterator[str]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(2048)
-    server = server_for(app, Server(), handle_signals=False)
+    server = server_for(app, Server(), handle_signals=False, lifespan_required=False)
     thread = threading.Thread(target=server.run, args=([listener],), daemon=True)
     thread.start()
     try:

@@ -113,8 +113,12 @@ def _refuse_a_second_proxy(configured: int, port: int) -> None:
         )
 
 
-def server_for(app: Any, server_settings: Any, handle_signals: bool = True) -> Any:
-    """A `serving.Serving` of `app` under `[server]`'s limits, as `switch serve` runs it (the tests too)."""
+def server_for(app: Any, server_settings: Any, handle_signals: bool = True, lifespan_required: bool = True) -> Any:
+    """A `serving.Serving` of `app` under `[server]`'s limits, as `switch serve` runs it (the tests too).
+
+    `lifespan_required`: an app that raises before its start-up completes fails the start (the proxy's opens
+    the ledger); the tests' fake upstreams, which take no lifespan, pass False.
+    """
     from switch.proxy.connections import ConnectionLimits
     from switch.proxy.serving import Serving
 
@@ -129,6 +133,7 @@ def server_for(app: Any, server_settings: Any, handle_signals: bool = True) -> A
         # the endpoint's own check (a close naming the limit) sees what is just over it.
         websocket_max_size=server_settings.max_body_bytes + WS_ENVELOPE_BYTES,
         handle_signals=handle_signals,
+        lifespan_required=lifespan_required,
     )
 
 

@@ -110,10 +110,15 @@ def websocket_upgrades(app: Any, max_size: int) -> Callable[..., asyncio.Protoco
 
 
 class Lifespan:
-    """The app's ASGI lifespan, driven from start-up to shutdown (an app without one is served all the same)."""
+    """The app's ASGI lifespan, driven from start-up to shutdown.
 
-    def __init__(self, app: Any) -> None:
+    An app that raises on the lifespan scope before its start-up completes is served without one, unless the
+    lifespan is `required` (switch's proxy: its start-up opens the ledger), when it fails the start.
+    """
+
+    def __init__(self, app: Any, *, required: bool = False) -> None:
         self.app = app
+        self.required = required
         self.state: dict[str, Any] = {}
         self.failed = False
         self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -142,7 +147,10 @@ class Lifespan:
         try:
             await self.app(scope, self._receive, self._send)
         except BaseException as exc:
-            if not self._started.is_set():
+            if not self._started.is_set() and self.required:
+                self.failed = self._reported = True
+                log.error("the proxy could not start", exc_info=exc)
+            elif not self._started.is_set():
                 # An app that takes no lifespan scope (a test's fake upstream, say) is served without one.
                 self._supported = False
             elif not self._reported:
@@ -184,8 +192,10 @@ class Serving:
         grace: float,
         websocket_max_size: int | None = None,
         handle_signals: bool = True,
+        lifespan_required: bool = False,
     ) -> None:
         self.app = app
+        self.lifespan_required = lifespan_required
         self.grace = grace
         self.handle_signals = handle_signals
         upgrades = websocket_upgrades(app, websocket_max_size) if websocket_max_size is not None else None
@@ -226,7 +236,7 @@ class Serving:
             self._exit.set()
         restore = self._catch_signals(loop) if self.handle_signals else None
         try:
-            lifespan = Lifespan(self.app)
+            lifespan = Lifespan(self.app, required=self.lifespan_required)
             if not await lifespan.startup():
                 return
             self._app_state = lifespan.state

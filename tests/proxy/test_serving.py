@@ -10,6 +10,7 @@ import email.utils
 import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from switch.proxy.serving import http_date
 from tests.commands import run_switch
 from tests.conftest import Proxy
-from tests.servers import free_port, serve, stopped_serve
+from tests.servers import free_port, serve, stopped_serve, wait_until
 
 IMF_FIXDATE = re.compile(
     rb"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} "
@@ -90,3 +91,47 @@ def test_without_uvloop_the_server_runs_on_asyncios_loop(monkeypatch: pytest.Mon
         answer = httpx.get(url + "/", timeout=10)
     assert answer.status_code == 200 and answer.text == "ok"
     assert loops and not loops[0].startswith("uvloop"), loops
+
+
+def _raising_lifespan_app() -> Any:
+    """An app that answers calls but raises on the lifespan scope before its start-up completes."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await receive()
+            raise RuntimeError("the ledger could not be opened")
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    return app
+
+
+def test_a_required_lifespan_that_raises_before_start_up_completes_refuses_to_serve(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The proxy's start-up opens the ledger: an app that dies there must not be served as if it had no lifespan.
+    import socket
+
+    from switch.config import Server
+    from switch.proxy.server_main import server_for
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    server = server_for(_raising_lifespan_app(), Server(), handle_signals=False)
+    with caplog.at_level("ERROR", logger="switch"):
+        thread = threading.Thread(target=server.run, args=([listener],), daemon=True)
+        thread.start()
+        wait_until(lambda: server.started or not thread.is_alive(), timeout=10, what="the server to start or refuse")
+        served = server.started
+        server.stop()
+        thread.join(timeout=10)
+    listener.close()
+    assert not served
+    assert "the ledger could not be opened" in caplog.text
+
+
+def test_an_app_without_a_lifespan_is_served_where_none_is_required() -> None:
+    with serve(_raising_lifespan_app(), http="switch") as url:
+        answer = httpx.get(url + "/", timeout=10)
+    assert answer.status_code == 200 and answer.text == "ok"
