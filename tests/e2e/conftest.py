@@ -219,6 +219,8 @@ def harness(
             "DISABLE_ERROR_REPORTING": "1",
             "DISABLE_AUTOUPDATER": "1",
             "NO_COLOR": "1",
+            # A harness's Python process that crashes (dcode's server has, by SIGSEGV) prints where it was.
+            "PYTHONFAULTHANDLER": "1",
         }
         if "PYTHONPATH" in os.environ:
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
