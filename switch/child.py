@@ -8,12 +8,10 @@ the very package its parent runs from. The parent's own import path is what the 
 directory is not.
 """
 
-from __future__ import annotations
-
 import sys
 
 PROXY_MODULE = "switch.proxy.server_main"
-"""The module `switch serve` execs into: the proxy's own process runs `python -P -m PROXY_MODULE`."""
+"""The proxy's module: `switch serve` calls it in its own process, or execs `python -P -m PROXY_MODULE` after typer."""
 PROXY_LOG_LEVELS = {"critical": 50, "error": 40, "warning": 30, "info": 20, "debug": 10, "trace": 5}
 """The proxy's `--log-level` choices and the `logging` levels they stand for (`trace`: below debug)."""
 HIGHEST_PORT = 65535

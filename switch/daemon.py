@@ -203,8 +203,8 @@ def _runs_our_serve(pid: int) -> bool:
     """Whether process `pid` is `switch serve` started from this home, judged from /proc (Linux).
 
     The fallback for a proxy that does not answer /healthz (busy or hung) but must still be stoppable. Its
-    command line is the proxy module's (`switch serve` execs `python -P -m switch.proxy.server_main`), or
-    `switch serve`'s own where the command serves in its own process (Windows).
+    command line is `switch serve`'s own (a plain one serves in its own process), or the proxy module's
+    (`python -P -m switch.proxy.server_main`, which `switch serve` execs after typer read its options).
     """
     proc = Path("/proc") / str(pid)
     try:

@@ -2,11 +2,11 @@
 before typer and the command modules are imported: harnesses run the hooks after every message and wait for
 them, and whoever starts the proxy waits for it to serve."""
 
-from __future__ import annotations
-
 import os
 import sys
 
+# No `from __future__ import annotations` here, in proxy_process or in child: it is an import like any other, and
+# under `python -m switch` these modules run while the working directory is still first on the import path.
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; the hooks below must not pay for it
 if TYPE_CHECKING:
     from typing import Any
@@ -21,17 +21,12 @@ def main() -> None:
 
         raise SystemExit(hook_main(sys.argv[1:]))
     # (The shell's completion requests run `switch` with the words in the environment, not in argv.)
-    if sys.argv[1:2] == ["serve"] and os.name == "posix":
-        from switch.cli.proxy_process import become_proxy, plain_serve_arguments
+    if sys.argv[1:2] == ["serve"]:
+        from switch.cli.proxy_process import plain_serve_arguments, serve_here
 
         arguments = plain_serve_arguments(sys.argv[2:])
         if arguments is not None:
-            try:
-                become_proxy(arguments)
-            except OSError as exc:  # this Python is gone (a venv rebuilt under it): one line, as typer's path says it
-                where = f": {exc.filename}" if exc.filename else ""
-                sys.stderr.write(f"switch: {exc.strerror or exc}{where}\n")
-                raise SystemExit(1) from None
+            raise SystemExit(serve_here(arguments))
     from switch.cli.commands import COMPLETE_VARIABLE, app
 
     if COMPLETE_VARIABLE in os.environ:
@@ -43,7 +38,7 @@ def main() -> None:
     app(prog_name="switch")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     # `from switch.cli import app` keeps working without making every `switch` start import typer.
     if name == "app":
         from switch.cli.commands import app

@@ -1,13 +1,16 @@
-"""Becoming the proxy process: `switch serve`'s options as the proxy's argv, and the exec into it.
+"""Becoming the proxy process: `switch serve`'s options as the proxy's argv, and serving from this process.
 
 `switch serve` with only its own well-formed options is recognised here before typer is imported
-(`switch/cli/__init__.py`): typer and the command modules cost about as much start-up as the proxy itself,
-and a supervisor restarting the proxy, or a harness launcher waiting for it, waits for both. Anything else
-(`--help`, a mistyped option, a port out of range, a repeated option) goes through typer's `serve`
-command, which answers it and then execs the same way.
-"""
+(`switch/cli/__init__.py`) and serves from the command's own process: typer and the command modules cost
+about as much start-up as the proxy itself, and a second interpreter as much again, while a supervisor
+restarting the proxy, or a harness launcher waiting for it, waits for all of it. Anything else (`--help`,
+a mistyped option, a port out of range, a repeated option) goes through typer's `serve` command, which
+answers it and then execs `python -P -m switch.proxy.server_main`, so typer's memory is not kept for the
+proxy's life.
 
-from __future__ import annotations
+Either way the proxy imports nothing from the working directory: the exec'd Python runs with `-P`, and
+the command's own process takes the same entry off its import path before the proxy's modules load.
+"""
 
 import os
 import sys
@@ -45,18 +48,40 @@ def proxy_environment() -> dict[str, str]:
     the proxy's path; the proxy must run that same switch (not an installed one, or none), and nothing else
     from there: the folder goes on PYTHONPATH only when it is the one this process found switch in.
     """
-    import switch
-
     environment = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(switch.__file__)))
-    first = os.path.abspath(sys.path[0] or os.curdir) if sys.path else None
-    if not sys.flags.safe_path and first == root:
+    root = _switch_root()
+    if not sys.flags.safe_path and _first_path_entry() == root:
         inherited = environment.get("PYTHONPATH")
         environment["PYTHONPATH"] = root + (os.pathsep + inherited if inherited else "")
     return environment
 
 
-def become_proxy(arguments: list[str]) -> NoReturn:
+def serve_here(arguments: list[str]) -> int:
+    """Serve from this process (same PID) with `arguments`, on the import path `-P` would have given it; the exit code.
+
+    `-P` drops the import path's first entry (the working directory under `python -m`, the script's folder
+    for the console script); it stays only when it is the folder this switch was imported from (a checkout),
+    as `proxy_environment` keeps it for the exec'd proxy.
+    """
+    if not sys.flags.safe_path and sys.path and _first_path_entry() != _switch_root():
+        del sys.path[0]
+    from switch.proxy.server_main import main
+
+    return main(arguments)
+
+
+def _switch_root() -> str:
+    """The folder this process imported the `switch` package from."""
+    import switch
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(switch.__file__)))
+
+
+def _first_path_entry() -> str | None:
+    return os.path.abspath(sys.path[0] or os.curdir) if sys.path else None
+
+
+def become_proxy(arguments: list[str]) -> "NoReturn":
     """Replace this process (same PID) with the proxy's own lean one, started with `arguments`.
 
     The same PID serves, which is what systemd, launchd and `switch up` watch; and a socket handed over by

@@ -1,8 +1,9 @@
 """The proxy's own process: start-up checks, the listening socket, the home lock, the server (`serving.py`).
 
-`switch serve` reads its options (without typer when they are plain, `cli/proxy_process.py`) and then execs
-this module (same PID), so typer, click's help machinery and every other command stay out of a process that
-lives as long as the proxy does:
+A plain `switch serve` reads its options without typer (`cli/proxy_process.py`) and calls `main` from its
+own process; when typer had to read them (a repeated option, say), the command execs this module (same PID), so
+typer, click's help machinery and every other command stay out of a process that lives as long as the
+proxy does:
 
     python -P -m switch.proxy.server_main [--host HOST] [--port PORT] [--log-level LEVEL] [--fail-open]
 

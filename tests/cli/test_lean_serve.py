@@ -1,9 +1,10 @@
 """`switch serve` serves from a lean process: the same PID as the command, without typer or the other commands.
 
-The command checks its options and execs `python -P -m switch.proxy.server_main`, so what systemd,
-launchd, `switch up` and a shell's `$!` know as the proxy's PID is the serving process, and the memory
-typer and every command module hold is not kept for the proxy's whole life. A plain `switch serve` does
-not even import typer before the exec (tests/cli/test_serve_fast_path.py checks the two ways agree).
+A plain `switch serve` reads its options without typer and serves from the command's own process, with the
+import path `-P` gives (no working directory on it); anything typer must read is answered by typer's command,
+which then execs `python -P -m switch.proxy.server_main`. Either way what systemd, launchd, `switch up` and a
+shell's `$!` know as the proxy's PID is the serving process, and the memory typer and every command module
+hold is not kept for the proxy's whole life (tests/cli/test_serve_fast_path.py checks the two ways agree).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def console_script() -> str:
 
 
 @pytest.mark.parametrize("how", ["console script", "python -P -m switch"])
-def test_the_proxy_keeps_the_pid_it_was_started_with_and_runs_the_lean_module(tmp_path: Path, how: str) -> None:
+def test_a_plain_serve_serves_from_the_process_it_was_started_as(tmp_path: Path, how: str) -> None:
     command = [console_script()] if how == "console script" else [sys.executable, "-P", "-m", "switch"]
     with serving([*command, "serve", "--port", "0"], tmp_path / "stderr") as (process, port, pid):
         # The PID a supervisor or `switch up` holds is the one serving: it says so, and /healthz agrees.
@@ -73,17 +74,25 @@ def test_the_proxy_keeps_the_pid_it_was_started_with_and_runs_the_lean_module(tm
         health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).json()
         assert health["pid"] == process.pid
         if sys.platform.startswith("linux"):
-            # What `ps` shows for the proxy: the lean module, not the `switch` command line.
+            # What `ps` shows for the proxy: the command the user typed (no second interpreter was started).
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            assert b"switch.proxy.server_main" in cmdline
-            assert b"serve" not in cmdline
+            assert b"serve" in cmdline and b"switch.proxy.server_main" not in cmdline
 
 
-def _imports_while_serving(tmp_path: Path, keyring: bool = True) -> tuple[set[str], str, str]:
-    """(the modules the proxy process imported up to and through served probes and a model call, the
-    command process's import log, the proxy process's)."""
-    # Python logs every import to stderr under this variable; it survives the exec, so the last process
-    # in the log (after its own header) is the proxy.
+def test_a_serve_that_typer_read_execs_the_lean_module(tmp_path: Path) -> None:
+    # A repeated option is typer's to read (it takes the last): typer's memory is then left behind by the exec.
+    command = [sys.executable, "-P", "-m", "switch", "serve", "--port", "1", "--port", "0"]
+    with serving(command, tmp_path / "stderr") as (process, port, pid):
+        assert pid == process.pid
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).json()["pid"] == process.pid
+        if sys.platform.startswith("linux"):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            assert b"switch.proxy.server_main" in cmdline and b"serve" not in cmdline
+
+
+def _imports_while_serving(tmp_path: Path, keyring: bool = True) -> tuple[set[str], str]:
+    """(the modules the serving process imported up to and through served probes and a model call, its import
+    log)."""
     env = {"PYTHONPROFILEIMPORTTIME": "1"}
     if not keyring:
         # As where no keyring can answer (no D-Bus session, as in the peer bench): keyring is not imported.
@@ -97,8 +106,9 @@ def _imports_while_serving(tmp_path: Path, keyring: bool = True) -> tuple[set[st
         assert httpx.post(url + "/v1/messages", content=b"", timeout=10).status_code == 400
         end_process(process)
     log = stderr.read_text()
-    command, proxy = log.split(IMPORT_HEADER)[-2:]
-    return {line.rsplit("|", 1)[-1].strip() for line in proxy.splitlines() if "|" in line}, command, proxy
+    # One process: a plain `switch serve` serves from the interpreter it started in.
+    assert log.count(IMPORT_HEADER) == 1, log
+    return {line.rsplit("|", 1)[-1].strip() for line in log.splitlines() if "|" in line}, log
 
 
 def _imported_by_switch(import_log: str, names: set[str]) -> set[str]:
@@ -127,15 +137,12 @@ def _imported_by_switch(import_log: str, names: set[str]) -> set[str]:
     return found
 
 
-def test_neither_the_command_nor_the_serving_process_imports_typer_or_the_commands(tmp_path: Path) -> None:
-    modules, command, _proxy = _imports_while_serving(tmp_path)
+def test_the_serving_process_imports_neither_typer_nor_the_commands(tmp_path: Path) -> None:
+    modules, _log = _imports_while_serving(tmp_path)
     assert {"switch.proxy.serving", "switch.proxy.app", "switch.service.activation"} <= modules
-    assert not {name for name in modules if name.split(".")[0] == "typer" or name.startswith("switch.cli")}
-    # The split above is between the two processes: the command's own one read its options and exec'd,
-    # without typer or any command module (whoever starts the proxy waited for those to load).
-    command_modules = {line.rsplit("|", 1)[-1].strip() for line in command.splitlines() if "|" in line}
-    assert "switch.cli.proxy_process" in command_modules
-    assert not {name for name in command_modules if name.split(".")[0] == "typer" or name == "switch.cli.commands"}
+    # Whoever starts the proxy waits for what it imports: of the command line, only the option reader.
+    command_line = {name for name in modules if name.split(".")[0] == "typer" or name.startswith("switch.cli")}
+    assert command_line == {"switch.cli", "switch.cli.proxy_process"}, command_line
 
 
 def test_the_serving_process_loads_no_web_framework_no_uvicorn_and_no_websocket_library_until_an_upgrade(
@@ -144,7 +151,7 @@ def test_the_serving_process_loads_no_web_framework_no_uvicorn_and_no_websocket_
     # Memory a proxy keeps for its whole life: the router and the server are switch's own, and uvicorn (3.1 MB
     # with click and multiprocessing), its WebSocket protocol and the library (1.6 MB) are imported by the first
     # upgrade (tests/proxy/test_responses_websocket.py has those).
-    modules, _command, proxy = _imports_while_serving(tmp_path, keyring=False)
+    modules, proxy = _imports_while_serving(tmp_path, keyring=False)
     assert "switch.proxy.relay" in modules and "keyring" not in modules
     roots = {name.split(".")[0] for name in modules}
     unwanted = {"starlette", "anyio", "websockets", "wsproto", "uvicorn", "click", "multiprocessing"}
@@ -169,7 +176,7 @@ def test_the_proxy_module_imports_nothing_of_the_command_line() -> None:
 def test_in_process_serving_ends_a_broken_config_in_one_line_with_exit_code_2(
     isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Windows serves in the command's own process (no exec there): the same line and code as the exec'd one.
+    # A plain `switch serve` (and Windows, always) serves in the command's own process: the exec'd one's line and code.
     (isolated_home / "config.toml").write_text("[server]\nport = 'high'\n")
     assert server_main.main(["--log-level", "warning", "--port", "0"]) == 2
     lines = capsys.readouterr().err.splitlines()

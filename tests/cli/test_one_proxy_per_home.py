@@ -170,9 +170,10 @@ def test_a_second_proxy_of_one_home_on_another_port_is_refused_with_the_holders_
 
 def test_a_wedged_background_proxy_is_named_by_status_and_stopped_by_down(isolated_home: Path) -> None:
     # A proxy that stops answering (hung, or stopped by a debugger) is still this home's: `status` says it
-    # does not answer and `down` stops it. Judged from its command line, which since `switch serve` execs
-    # the proxy module reads `python -P -m switch.proxy.server_main`, not `switch serve`: it used to be
-    # taken for another program, and `down` dropped its record and left it running with the port and the home.
+    # does not answer and `down` stops it. Judged from its command line: `switch serve`'s own, or the proxy
+    # module's (`python -P -m switch.proxy.server_main`) where typer read the options and exec'd it. The
+    # module's used to be taken for another program, and `down` dropped its record and left it running with
+    # the port and the home.
     import os
     import signal
 
@@ -195,6 +196,27 @@ def test_a_wedged_background_proxy_is_named_by_status_and_stopped_by_down(isolat
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+@pytest.mark.parametrize("repeat", [False, True], ids=["switch serve", "the module typer execs"])
+def test_a_wedged_proxy_is_recognised_by_its_command_line_either_way_it_was_started(
+    isolated_home: Path, repeat: bool
+) -> None:
+    # A plain `switch serve` serves in its own process; one typer had to read (a repeated option) execs the
+    # proxy module. Either command line, stopped so that it cannot answer /healthz, is this home's proxy.
+    import os
+    import signal
+
+    from switch import daemon
+
+    port = free_port()
+    args = ("--port", str(port)) if repeat else ()
+    with serve_process(port, {}, args) as proxy:
+        os.kill(proxy.pid, signal.SIGSTOP)
+        try:
+            assert daemon.is_our_proxy(proxy.pid, port)
+        finally:
+            os.kill(proxy.pid, signal.SIGCONT)
 
 
 def _ended(pid: int) -> bool:

@@ -153,3 +153,23 @@ def test_the_installed_codex_notify_runs_switch_from_a_directory_with_its_own_sw
     assert (result.returncode, result.stderr) == (0, ""), shlex.join(notify)
     assert (isolated_home / "logs" / "turns.log").exists()
     assert not marker.exists()
+
+
+def test_python_m_switch_serve_serves_without_the_working_directorys_modules(tmp_path: Path) -> None:
+    # `python -m switch serve` (no -P, as a user may type it) puts the working directory first on the path.
+    # A plain serve serves from that very process, so it must take the directory off before the proxy's own
+    # modules load: a project's json.py, orjson.py or uvloop.py would otherwise run with the user's keys in reach.
+    where = tmp_path / "project"
+    where.mkdir()
+    marker = tmp_path / "hostile-code-ran"
+    code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nraise SystemExit(3)\n"
+    for name in ("__future__", "json", "orjson", "uvloop", "sqlite3"):
+        (where / f"{name}.py").write_text(code)
+    from tests.cli.test_lean_serve import serving
+
+    command = [sys.executable, "-m", "switch", "serve", "--port", "0"]
+    with serving(command, tmp_path / "stderr", cwd=where) as (_process, port, _pid):
+        import httpx
+
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    assert not marker.exists()
