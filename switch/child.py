@@ -8,6 +8,7 @@ the very package its parent runs from. The parent's own import path is what the 
 directory is not.
 """
 
+import os
 import sys
 
 PROXY_MODULE = "switch.proxy.server_main"
@@ -54,6 +55,26 @@ def serve_options(argv: list[str]) -> tuple[str | None, int | None, str, bool] |
     if log_level not in PROXY_LOG_LEVELS:
         return None
     return values.get("--host"), int(port) if port is not None else None, log_level, fail_open
+
+
+def switch_root() -> str:
+    """The folder this process imported the `switch` package from."""
+    import switch
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(switch.__file__)))
+
+
+def started_from_checkout() -> bool:
+    """Whether the import path's first entry (which `-P` drops) is the folder switch was imported from: `python -m
+    switch` run in a source checkout."""
+    return bool(sys.path) and os.path.abspath(sys.path[0] or os.curdir) == switch_root()
+
+
+def working_directory_off_path() -> None:
+    """Give this process the import path `-P` would have: its first entry (the working directory under `python -m`,
+    the script's folder for the console script) taken off, unless switch itself came from there (a checkout)."""
+    if not sys.flags.safe_path and sys.path and not started_from_checkout():
+        del sys.path[0]
 
 
 def python_argv(*arguments: str) -> list[str]:

@@ -6,7 +6,8 @@ import os
 import sys
 
 # No `from __future__ import annotations` here, in proxy_process or in child: it is an import like any other, and
-# under `python -m switch` these modules run while the working directory is still first on the import path.
+# under `python -m switch` these modules load while the working directory is still first on the import path
+# (tests/cli/test_working_directory.py holds them to modules Python has loaded by then).
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; the hooks below must not pay for it
 if TYPE_CHECKING:
     from typing import Any
@@ -16,17 +17,25 @@ FAST_COMMANDS = ("statusline", "codex-notify")
 
 def main() -> None:
     """Entry point of the console script."""
+    from switch.child import working_directory_off_path
+
+    # `python -m switch` puts the working directory first on the import path: a project's json.py would be
+    # imported by any command (and the proxy a plain `serve` runs here) in place of the standard library's.
+    working_directory_off_path()
     if sys.argv[1:2] and sys.argv[1] in FAST_COMMANDS:
         from switch.statusline import main as hook_main
 
         raise SystemExit(hook_main(sys.argv[1:]))
     # (The shell's completion requests run `switch` with the words in the environment, not in argv.)
     if sys.argv[1:2] == ["serve"]:
-        from switch.cli.proxy_process import plain_serve_arguments, serve_here
+        from switch.cli.proxy_process import plain_serve_arguments
 
         arguments = plain_serve_arguments(sys.argv[2:])
         if arguments is not None:
-            raise SystemExit(serve_here(arguments))
+            # Served from this process: no second interpreter to start (typer's path execs a lean one instead).
+            from switch.proxy.server_main import main as serve
+
+            raise SystemExit(serve(arguments))
     from switch.cli.commands import COMPLETE_VARIABLE, app
 
     if COMPLETE_VARIABLE in os.environ:

@@ -9,7 +9,7 @@ answers it and then execs `python -P -m switch.proxy.server_main`, so typer's me
 proxy's life.
 
 Either way the proxy imports nothing from the working directory: the exec'd Python runs with `-P`, and
-the command's own process takes the same entry off its import path before the proxy's modules load.
+the command's own process took the same entry off its import path first thing (`switch.cli.main`).
 """
 
 import os
@@ -48,37 +48,14 @@ def proxy_environment() -> dict[str, str]:
     the proxy's path; the proxy must run that same switch (not an installed one, or none), and nothing else
     from there: the folder goes on PYTHONPATH only when it is the one this process found switch in.
     """
+    from switch.child import started_from_checkout, switch_root
+
     environment = dict(os.environ)
-    root = _switch_root()
-    if not sys.flags.safe_path and _first_path_entry() == root:
+    if not sys.flags.safe_path and started_from_checkout():
+        root = switch_root()
         inherited = environment.get("PYTHONPATH")
         environment["PYTHONPATH"] = root + (os.pathsep + inherited if inherited else "")
     return environment
-
-
-def serve_here(arguments: list[str]) -> int:
-    """Serve from this process (same PID) with `arguments`, on the import path `-P` would have given it; the exit code.
-
-    `-P` drops the import path's first entry (the working directory under `python -m`, the script's folder
-    for the console script); it stays only when it is the folder this switch was imported from (a checkout),
-    as `proxy_environment` keeps it for the exec'd proxy.
-    """
-    if not sys.flags.safe_path and sys.path and _first_path_entry() != _switch_root():
-        del sys.path[0]
-    from switch.proxy.server_main import main
-
-    return main(arguments)
-
-
-def _switch_root() -> str:
-    """The folder this process imported the `switch` package from."""
-    import switch
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(switch.__file__)))
-
-
-def _first_path_entry() -> str | None:
-    return os.path.abspath(sys.path[0] or os.curdir) if sys.path else None
 
 
 def become_proxy(arguments: list[str]) -> "NoReturn":

@@ -160,6 +160,10 @@ class Lifespan:
         finally:
             if not self._started.is_set():
                 self._supported = False
+                if self.required and not self._reported:
+                    # Returned without a word about its start-up: what it needed did not happen.
+                    self.failed = self._reported = True
+                    log.error("the proxy could not start: its start-up ended without completing")
             self._started.set()
             self._ended.set()
 
@@ -192,7 +196,7 @@ class Serving:
         grace: float,
         websocket_max_size: int | None = None,
         handle_signals: bool = True,
-        lifespan_required: bool = False,
+        lifespan_required: bool = True,
     ) -> None:
         self.app = app
         self.lifespan_required = lifespan_required

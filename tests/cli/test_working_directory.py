@@ -173,3 +173,60 @@ def test_python_m_switch_serve_serves_without_the_working_directorys_modules(tmp
 
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
     assert not marker.exists()
+
+
+# What `python -m switch` runs before `switch.cli.main` takes the working directory off the import path, and
+# the only modules those may import: ones Python itself has loaded by then (`importlib.machinery` is frozen),
+# or each other. A `from __future__ import annotations` here would import a project's `__future__.py`.
+BEFORE_THE_PATH_IS_SAFE = ("switch/__init__.py", "switch/__main__.py", "switch/cli/__init__.py", "switch/child.py")
+LOADED_BY_THEN = {"os", "sys", "importlib.machinery", "switch.cli", "switch.child"}
+
+
+@pytest.mark.parametrize("module", BEFORE_THE_PATH_IS_SAFE)
+def test_what_runs_before_the_working_directory_leaves_the_path_imports_nothing_it_could_shadow(module: str) -> None:
+    import ast
+
+    import switch
+
+    tree = ast.parse((Path(switch.__file__).parent.parent / module).read_text())
+    imported = set()
+    for statement in tree.body:  # module level: what runs on import (an `if TYPE_CHECKING:` block does not)
+        if isinstance(statement, ast.Import):
+            imported |= {alias.name for alias in statement.names}
+        elif isinstance(statement, ast.ImportFrom):
+            imported.add(statement.module or "")
+    assert imported <= LOADED_BY_THEN, imported - LOADED_BY_THEN
+
+
+@pytest.mark.parametrize("args", [("--version",), ("serve", "--port", "0")], ids=["a typer command", "serve"])
+def test_python_m_switch_runs_none_of_the_working_directorys_modules_even_those_python_loads_late(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # Without `site` (-S), Python has loaded almost nothing when switch starts: `__future__`, `typing`, `re` and
+    # `enum` all come from the path, so a project's copies would run if switch imported them too early.
+    import sysconfig
+
+    import switch
+
+    where = tmp_path / "project"
+    where.mkdir()
+    marker = tmp_path / "hostile-code-ran"
+    code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nraise SystemExit(3)\n"
+    for name in ("__future__", "typing", "re", "enum", "json", "orjson", "uvloop"):
+        (where / f"{name}.py").write_text(code)
+    paths = sysconfig.get_paths()
+    env = dict(os.environ)
+    # switch and its dependencies from where this test's Python has them, but not through `site`.
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(switch.__file__).parent.parent), paths["purelib"], paths["platlib"]])
+    command = [sys.executable, "-S", "-m", "switch", *args]
+    if args[0] == "serve":
+        from tests.cli.test_lean_serve import serving
+
+        with serving(command, tmp_path / "stderr", env=env, cwd=where) as (_process, port, _pid):
+            import httpx
+
+            assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    else:
+        result = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0 and switch.__version__ in result.stdout, result.stderr
+    assert not marker.exists()

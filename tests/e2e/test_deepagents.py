@@ -36,13 +36,13 @@ def delegating_respond(request: dict[str, Any]) -> Turn:
 
 # dcode runs its agent in a LangGraph server process of its own. On a loaded 2-core CI machine that process
 # has died by a signal (SIGSEGV) before logging a line, so before any model call: dcode then prints "Server
-# process exited with code -11". That crash is dcode's, not switch's, so such a run is tried once more; a
-# crash after a model call reached switch still fails the test. See docs/protocols (deepagents-code).
+# process exited with code -11". That crash is dcode's, so such a run is tried once more; a crash after a
+# model call reached the fake upstream still fails the test (the shared PROTOCOLS.md, section 6, has it).
 HARNESS_SERVER_CRASH = re.compile(r"Server process exited with code -\d+")
 
 
 def dcode(run: Harness, launch: Callable[[], subprocess.CompletedProcess[str]]) -> subprocess.CompletedProcess[str]:
-    """One dcode run; again once if dcode's own server died by a signal before any call reached switch."""
+    """One dcode run; again once if dcode's own server died by a signal before any model call reached the upstream."""
     calls_before = len(run.upstream.received)
     result = launch()
     if (

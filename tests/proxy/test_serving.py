@@ -93,12 +93,14 @@ def test_without_uvloop_the_server_runs_on_asyncios_loop(monkeypatch: pytest.Mon
     assert loops and not loops[0].startswith("uvloop"), loops
 
 
-def _raising_lifespan_app() -> Any:
-    """An app that answers calls but raises on the lifespan scope before its start-up completes."""
+def _raising_lifespan_app(returns: bool = False) -> Any:
+    """An app that answers calls but raises on the lifespan scope (or just returns) before its start-up completes."""
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             await receive()
+            if returns:
+                return
             raise RuntimeError("the ledger could not be opened")
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
         await send({"type": "http.response.body", "body": b"ok"})
@@ -106,8 +108,9 @@ def _raising_lifespan_app() -> Any:
     return app
 
 
-def test_a_required_lifespan_that_raises_before_start_up_completes_refuses_to_serve(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("returns", [False, True], ids=["raises", "returns"])
+def test_a_required_lifespan_that_ends_before_start_up_completes_refuses_to_serve(
+    caplog: pytest.LogCaptureFixture, returns: bool
 ) -> None:
     # The proxy's start-up opens the ledger: an app that dies there must not be served as if it had no lifespan.
     import socket
@@ -118,7 +121,7 @@ def test_a_required_lifespan_that_raises_before_start_up_completes_refuses_to_se
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
-    server = server_for(_raising_lifespan_app(), Server(), handle_signals=False)
+    server = server_for(_raising_lifespan_app(returns), Server(), handle_signals=False)
     with caplog.at_level("ERROR", logger="switch"):
         thread = threading.Thread(target=server.run, args=([listener],), daemon=True)
         thread.start()
@@ -128,7 +131,7 @@ def test_a_required_lifespan_that_raises_before_start_up_completes_refuses_to_se
         thread.join(timeout=10)
     listener.close()
     assert not served
-    assert "the ledger could not be opened" in caplog.text
+    assert ("ended without completing" if returns else "the ledger could not be opened") in caplog.text
 
 
 def test_an_app_without_a_lifespan_is_served_where_none_is_required() -> None:
