@@ -283,7 +283,8 @@ class Serving:
         return remove
 
     def _connection(self) -> asyncio.Protocol:
-        return self.protocol(config=self.config, server_state=self.state, app_state=self._app_state)
+        # The loop passed in: asyncio.get_running_loop() is a getpid() system call on Python 3.11, per connection.
+        return self.protocol(config=self.config, server_state=self.state, app_state=self._app_state, _loop=self._loop)
 
     def _caught(self, number: int) -> None:
         self.caught.append(number)
