@@ -45,9 +45,11 @@ _DETACHED_PARSER = httptools.HttpResponseParser(_NoCallbacks())
 class Connection(asyncio.Protocol):
     """One HTTP/1.1 connection carrying one request at a time."""
 
-    def __init__(self, pool: ConnectionPool, key: tuple[str, str, int]) -> None:
+    def __init__(self, pool: ConnectionPool, key: tuple[str, str, int], loop: asyncio.AbstractEventLoop) -> None:
         self.pool = pool
         self.key = key
+        self.loop = loop
+        """The loop it runs on, for its responses (asyncio.get_running_loop() is a getpid() call on Python 3.11)."""
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.closed = False
@@ -148,7 +150,7 @@ class UpstreamResponse:
 
     def __init__(self, connection: Connection, read_timeout: float) -> None:
         self.connection = connection
-        self.loop = asyncio.get_running_loop()
+        self.loop = connection.loop
         self.status_code = 0
         self.raw_headers: list[tuple[bytes, bytes]] = []
         self.headers: dict[str, str] = {}

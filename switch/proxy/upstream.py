@@ -69,7 +69,7 @@ class UpstreamPool:
             ssl_context = self._ssl
         try:
             _transport, connection = await asyncio.wait_for(
-                loop.create_connection(lambda: Connection(self, key), host, port, ssl=ssl_context),
+                loop.create_connection(lambda: Connection(self, key, loop), host, port, ssl=ssl_context),
                 self.server.connect_timeout,
             )
         except TimeoutError as exc:
