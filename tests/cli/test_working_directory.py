@@ -25,25 +25,31 @@ from tests.servers import free_port
 FORMS = ("module", "package", "clone")
 
 
-def hostile_directory(tmp_path: Path, form: str) -> tuple[Path, Path]:
-    """A working directory whose `switch` is not switch: (the directory, the marker its code would write)."""
+def planted(tmp_path: Path, files: list[str]) -> tuple[Path, Path]:
+    """A working directory holding `files` (paths in it), each code that leaves a marker if it is ever run:
+    (the directory, the marker)."""
     where = tmp_path / "project"
     where.mkdir()
     marker = tmp_path / "hostile-code-ran"
     code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nraise SystemExit(3)\n"
+    for name in files:
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_text(code)
+    return where, marker
+
+
+def hostile_directory(tmp_path: Path, form: str) -> tuple[Path, Path]:
+    """A working directory whose `switch` is not switch: (the directory, the marker its code would write)."""
     if form == "module":
-        (where / "switch.py").write_text(code)
         # A project file that shadows the standard library reaches every Python started with the directory on
         # its path, even one that puts switch's own folder first.
-        (where / "json.py").write_text(code)
-    elif form == "package":
-        (where / "switch").mkdir()
-        (where / "switch" / "__init__.py").write_text(code)
-        (where / "switch" / "__main__.py").write_text(code)
-    else:
-        # A clone of switch's own repository, entered from its parent: a `switch/` folder with no __init__.py,
-        # which the working directory turns into a namespace package that shadows the installed one.
-        (where / "switch" / "docs").mkdir(parents=True)
+        return planted(tmp_path, ["switch.py", "json.py"])
+    if form == "package":
+        return planted(tmp_path, ["switch/__init__.py", "switch/__main__.py"])
+    # A clone of switch's own repository, entered from its parent: a `switch/` folder with no __init__.py,
+    # which the working directory turns into a namespace package that shadows the installed one.
+    where, marker = planted(tmp_path, [])
+    (where / "switch" / "docs").mkdir(parents=True)
     return where, marker
 
 
@@ -159,12 +165,7 @@ def test_python_m_switch_serve_serves_without_the_working_directorys_modules(tmp
     # `python -m switch serve` (no -P, as a user may type it) puts the working directory first on the path.
     # A plain serve serves from that very process, so it must take the directory off before the proxy's own
     # modules load: a project's json.py, orjson.py or uvloop.py would otherwise run with the user's keys in reach.
-    where = tmp_path / "project"
-    where.mkdir()
-    marker = tmp_path / "hostile-code-ran"
-    code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nraise SystemExit(3)\n"
-    for name in ("__future__", "json", "orjson", "uvloop", "sqlite3"):
-        (where / f"{name}.py").write_text(code)
+    where, marker = planted(tmp_path, [f"{name}.py" for name in ("__future__", "json", "orjson", "uvloop", "sqlite3")])
     from tests.cli.test_lean_serve import serving
 
     command = [sys.executable, "-m", "switch", "serve", "--port", "0"]
@@ -208,12 +209,8 @@ def test_python_m_switch_runs_none_of_the_working_directorys_modules_even_those_
 
     import switch
 
-    where = tmp_path / "project"
-    where.mkdir()
-    marker = tmp_path / "hostile-code-ran"
-    code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nraise SystemExit(3)\n"
-    for name in ("__future__", "typing", "re", "enum", "json", "orjson", "uvloop"):
-        (where / f"{name}.py").write_text(code)
+    shadows = ("__future__", "typing", "re", "enum", "json", "orjson", "uvloop")
+    where, marker = planted(tmp_path, [f"{name}.py" for name in shadows])
     paths = sysconfig.get_paths()
     env = dict(os.environ)
     # switch and its dependencies from where this test's Python has them, but not through `site`.
