@@ -28,7 +28,7 @@ def atomic_write(path: Path, data: bytes, default_mode: int = 0o600) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = default_mode
-    import tempfile  # here: the proxy never writes a file this way, and tempfile brings shutil and bz2 with it
+    import tempfile  # here: the proxy writes a file this way only now and then, and tempfile brings shutil and bz2
 
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

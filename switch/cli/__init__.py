@@ -5,8 +5,8 @@ them, and whoever starts the proxy waits for it to serve."""
 import os
 import sys
 
-# No `from __future__ import annotations` here, in proxy_process or in child: it is an import like any other, and
-# under `python -m switch` these modules load while the working directory is still first on the import path
+# No `from __future__ import annotations` here or in switch.child: it is an import like any other, and under
+# `python -m switch` both load while the working directory is still first on the import path
 # (tests/cli/test_working_directory.py holds them to modules Python has loaded by then).
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; the hooks below must not pay for it
 if TYPE_CHECKING:

@@ -342,14 +342,12 @@ class HttpConnection(asyncio.Protocol):
         config: Any,
         server_state: Any,
         app_state: dict[str, Any],
-        _loop: asyncio.AbstractEventLoop | None = None,
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
-        if not config.loaded:
-            config.load()
         self.config = config
         self.server_state = server_state
         self.app_state = app_state
-        self.loop = _loop or asyncio.get_running_loop()
+        self.loop = loop
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport = None  # type: ignore[assignment]
         self.cycle: Cycle | None = None
@@ -550,7 +548,6 @@ class HttpConnection(asyncio.Protocol):
 
     def response_done(self, cycle: Cycle) -> None:
         """`cycle`'s response is complete: serve the next pipelined request, or wait idle for one."""
-        self.server_state.total_requests += 1
         if self.transport.is_closing():
             return
         self.resume_reading()
@@ -691,7 +688,7 @@ def websocket_protocol(**options: Any) -> asyncio.Protocol:
 
 
 def http_protocol(limits: ConnectionLimits) -> type[HttpConnection]:
-    """The protocol class serving every connection under `limits` (uvicorn's `http` option takes it too)."""
+    """The protocol class serving every connection under `limits`."""
     return type("LimitedHttpConnection", (HttpConnection,), {"limits": limits})
 
 

@@ -333,10 +333,10 @@ def serve(host: str | None, port: int | None, log_level: str, fail_open: bool) -
             shipper.stop()
         if server.started:
             _say(_stopped_line(recorder))
-    for number in reversed(caught):
-        # Ended as the signal would have ended it (Ctrl-C: `main` exits 130; SIGTERM: by the signal, which
+    if caught:
+        # Ended as the last signal would have ended it (Ctrl-C: `main` exits 130; SIGTERM: by the signal, which
         # is what a service manager expects of a clean stop), now that the calls and the ledger are closed.
-        signal.raise_signal(number)
+        signal.raise_signal(caught[-1])
     return EXIT_OK if server.started else EXIT_FAILED
 
 

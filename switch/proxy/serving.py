@@ -53,7 +53,6 @@ class ServerState:
     """What every connection of one server shares (the names uvicorn's protocols use, for its WebSocket one)."""
 
     def __init__(self) -> None:
-        self.total_requests = 0
         self.connections: set[Any] = set()
         """Open connections: each has `shutdown()`, which closes it once its answer is complete."""
         self.tasks: set[asyncio.Task[None]] = set()
@@ -65,15 +64,10 @@ class ServerState:
 class ProtocolConfig:
     """What switch's HTTP protocol reads of its server's configuration (the fields it shares with uvicorn.Config)."""
 
-    loaded = True
-
     def __init__(self, app: Any, timeout_keep_alive: float, ws_protocol_class: Callable[..., Any] | None) -> None:
         self.loaded_app = app
         self.timeout_keep_alive = timeout_keep_alive
         self.ws_protocol_class = ws_protocol_class
-
-    def load(self) -> None:
-        """Nothing to load: the app is given whole."""
 
 
 def websocket_upgrades(app: Any, max_size: int) -> Callable[..., asyncio.Protocol]:
@@ -88,11 +82,9 @@ def websocket_upgrades(app: Any, max_size: int) -> Callable[..., asyncio.Protoco
         if not built:
             import uvicorn
 
-            # uvicorn keeps a `ws` that is not a name as the factory it calls (typed as a class, used as one).
-            factory: Any = websocket_protocol
+            # What uvicorn's WebSocket protocol reads of its config: the app, the message cap, the extensions.
             websocket_config = uvicorn.Config(
                 app,
-                ws=factory,
                 ws_max_size=max_size,
                 ws_per_message_deflate=False,
                 interface="asgi3",
@@ -125,19 +117,18 @@ class Lifespan:
         self._started = asyncio.Event()
         self._ended = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._supported = True
         self._reported = False
 
     async def startup(self) -> bool:
-        """Run the app's start-up; False when the app reported it failed."""
+        """Run the app's start-up; False when it failed (reported, or, where `required`, raised or returned)."""
         self._task = asyncio.get_running_loop().create_task(self._main())
         await self._inbox.put({"type": "lifespan.startup"})
         await self._started.wait()
         return not self.failed
 
     async def shutdown(self) -> None:
-        """Run the app's shutdown and wait for it."""
-        if not self._supported or self._task is None or self._task.done():
+        """Run the app's shutdown and wait for it (nothing for an app whose lifespan has already ended)."""
+        if self._task is None or self._task.done():
             return
         await self._inbox.put({"type": "lifespan.shutdown"})
         await self._ended.wait()
@@ -147,25 +138,23 @@ class Lifespan:
         try:
             await self.app(scope, self._receive, self._send)
         except BaseException as exc:
-            if not self._started.is_set() and self.required:
-                self.failed = self._reported = True
-                log.error("the proxy could not start", exc_info=exc)
-            elif not self._started.is_set():
-                # An app that takes no lifespan scope (a test's fake upstream, say) is served without one.
-                self._supported = False
-            elif not self._reported:
-                log.error("the app's lifespan failed", exc_info=exc)
+            if self._started.is_set():
+                if not self._reported:
+                    log.error("the app's lifespan failed", exc_info=exc)
+            elif self.required:
+                self._fail("the proxy could not start", exc)
+            # Else an app that takes no lifespan scope (a test's fake upstream, say): served without one.
             if not isinstance(exc, Exception):
                 raise
         finally:
-            if not self._started.is_set():
-                self._supported = False
-                if self.required and not self._reported:
-                    # Returned without a word about its start-up: what it needed did not happen.
-                    self.failed = self._reported = True
-                    log.error("the proxy could not start: its start-up ended without completing")
+            if not self._started.is_set() and self.required and not self._reported:
+                self._fail("the proxy could not start: its start-up ended without completing")
             self._started.set()
             self._ended.set()
+
+    def _fail(self, message: str, exc: BaseException | None = None) -> None:
+        self.failed = self._reported = True
+        log.error(message, exc_info=exc)
 
     async def _receive(self) -> dict[str, Any]:
         return await self._inbox.get()
@@ -174,8 +163,7 @@ class Lifespan:
         kind = message["type"]
         if kind in ("lifespan.startup.complete", "lifespan.startup.failed"):
             if kind == "lifespan.startup.failed":
-                self.failed = self._reported = True
-                log.error("the proxy could not start: %s", message.get("message", ""))
+                self._fail(f"the proxy could not start: {message.get('message', '')}")
             self._started.set()
         elif kind in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
             if kind == "lifespan.shutdown.failed":
@@ -284,7 +272,8 @@ class Serving:
 
     def _connection(self) -> asyncio.Protocol:
         # The loop passed in: asyncio.get_running_loop() is a getpid() system call on Python 3.11, per connection.
-        return self.protocol(config=self.config, server_state=self.state, app_state=self._app_state, _loop=self._loop)
+        assert self._loop is not None  # connections come only while `serve` runs
+        return self.protocol(config=self.config, server_state=self.state, app_state=self._app_state, loop=self._loop)
 
     def _caught(self, number: int) -> None:
         self.caught.append(number)

@@ -282,7 +282,9 @@ async def test_once_the_app_has_taken_a_large_body_the_socket_is_read_again() ->
         await send({"type": "http.response.body", "body": b""})
 
     config = ProtocolConfig(takes_the_body, timeout_keep_alive=5.0, ws_protocol_class=None)
-    connection = http_protocol(ConnectionLimits(10, 120, 16))(config=config, server_state=ServerState(), app_state={})
+    connection = http_protocol(ConnectionLimits(10, 120, 16))(
+        config=config, server_state=ServerState(), app_state={}, loop=asyncio.get_running_loop()
+    )
     connection.connection_made(transport)
     connection.data_received(_request("/", b"x" * (HIGH_WATER * 2)))
     assert not transport.reading  # the whole body arrived in one read, over the read-ahead limit
