@@ -127,7 +127,7 @@ def start_proxy(isolated_home: Path) -> Iterator[Callable[..., Proxy]]:
             setattr(settings.server, key, value)
         sink = sink if sink is not None else ListSink()
         app = create_app(settings, sink=sink)
-        context = serve(app, http)
+        context = serve(app, http, lifespan_required=True)
         url = context.__enter__()
         stack.append(context)
         return Proxy(url, sink, app)

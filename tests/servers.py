@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -25,10 +27,14 @@ class _QuietServer(uvicorn.Server):
 
 
 @contextmanager
-def serve(app: Any, http: str = "auto") -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL; `http`: the protocol (see above)."""
+def serve(app: Any, http: str = "auto", lifespan_required: bool = False) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 (port chosen by the OS) and yield its base URL; `http`: the protocol (see above).
+
+    `lifespan_required` (switch's server only): an app whose start-up does not complete is not served, as
+    `switch serve` refuses the proxy's; the fake upstreams take no lifespan and leave it False.
+    """
     if http == "switch":
-        with _switch_server(app) as url:
+        with _switch_server(app, lifespan_required) as url:
             yield url
         return
     config = uvicorn.Config(
@@ -53,7 +59,7 @@ def serve(app: Any, http: str = "auto") -> Iterator[str]:
 
 
 @contextmanager
-def _switch_server(app: Any) -> Iterator[str]:
+def _switch_server(app: Any, lifespan_required: bool) -> Iterator[str]:
     """`app` on switch's own server, as `switch serve` runs it (signals left to the test process)."""
     from switch.config import Server
     from switch.proxy.server_main import server_for
@@ -61,7 +67,7 @@ def _switch_server(app: Any) -> Iterator[str]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(2048)
-    server = server_for(app, Server(), handle_signals=False, lifespan_required=False)
+    server = server_for(app, Server(), handle_signals=False, lifespan_required=lifespan_required)
     thread = threading.Thread(target=server.run, args=([listener],), daemon=True)
     thread.start()
     try:
@@ -93,6 +99,36 @@ def stopped_serve(stop: int, *options: str) -> subprocess.CompletedProcess[str]:
             process.kill()
             process.wait()
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+LISTENING = re.compile(r"^switch proxy listening on http://127\.0\.0\.1:(\d+) \(home .*, pid (\d+)\)$")
+
+
+@contextmanager
+def serve_command(
+    command: list[str], stderr: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[tuple[subprocess.Popen[str], int, int]]:
+    """`command` (a `switch serve --port 0`) running: (the process, the port and the pid its first line names)."""
+    with stderr.open("w") as errors:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().rstrip("\n")
+        match = LISTENING.match(line)
+        assert match, line + stderr.read_text()
+        yield process, int(match.group(1)), int(match.group(2))
+    finally:
+        end_process(process)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 15.0, what: str = "the condition") -> None:
@@ -174,9 +210,23 @@ def hang_up_once_streaming(url: str, body: bytes, marker: bytes = b"tick") -> No
     port = int(url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port)) as sock:
         send_post(sock, "/v1/messages", body)
-        received = b""
-        while marker not in received:
-            received += sock.recv(4096)
+        read_until(sock, marker)
+
+
+def read_until(sock: socket.socket, marker: bytes, timeout: float = 30.0) -> bytes:
+    """What `sock` received up to and including `marker`; fails if it closes or `timeout` passes first."""
+    deadline = time.monotonic() + timeout
+    received = b""
+    while marker not in received:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{marker!r} not received within {timeout:g} s: {received[-300:]!r}")
+        sock.settimeout(left)
+        piece = sock.recv(4096)
+        if not piece:
+            raise AssertionError(f"the connection closed before {marker!r}: {received[-300:]!r}")
+        received += piece
+    return received
 
 
 def send_post(sock: socket.socket, path: str, body: bytes) -> None:

@@ -142,13 +142,6 @@ def test_serve_says_it_stopped_on_ctrl_c(isolated_home: Path) -> None:
     assert TRACEBACK not in stopped.stderr
 
 
-def _answers(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 # ---- config, doctor, keys -------------------------------------------------------------------------------------
 
 

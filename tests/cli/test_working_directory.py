@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from switch import wiring
 from switch.cli import app
 from tests.commands import stand_in
-from tests.servers import free_port
+from tests.servers import free_port, serve_command
 
 FORMS = ("module", "package", "clone")
 
@@ -166,10 +166,8 @@ def test_python_m_switch_serve_serves_without_the_working_directorys_modules(tmp
     # A plain serve serves from that very process, so it must take the directory off before the proxy's own
     # modules load: a project's json.py, orjson.py or uvloop.py would otherwise run with the user's keys in reach.
     where, marker = planted(tmp_path, [f"{name}.py" for name in ("__future__", "json", "orjson", "uvloop", "sqlite3")])
-    from tests.cli.test_lean_serve import serving
-
     command = [sys.executable, "-m", "switch", "serve", "--port", "0"]
-    with serving(command, tmp_path / "stderr", cwd=where) as (_process, port, _pid):
+    with serve_command(command, tmp_path / "stderr", cwd=where) as (_process, port, _pid):
         import httpx
 
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
@@ -217,9 +215,7 @@ def test_python_m_switch_runs_none_of_the_working_directorys_modules_even_those_
     env["PYTHONPATH"] = os.pathsep.join([str(Path(switch.__file__).parent.parent), paths["purelib"], paths["platlib"]])
     command = [sys.executable, "-S", "-m", "switch", *args]
     if args[0] == "serve":
-        from tests.cli.test_lean_serve import serving
-
-        with serving(command, tmp_path / "stderr", env=env, cwd=where) as (_process, port, _pid):
+        with serve_command(command, tmp_path / "stderr", env=env, cwd=where) as (_process, port, _pid):
             import httpx
 
             assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200

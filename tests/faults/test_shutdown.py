@@ -14,7 +14,7 @@ import orjson
 
 from tests.conftest import FAKE_BASETEN_KEY
 from tests.fake_upstream import FakeChatUpstream, Reply
-from tests.servers import free_port, send_post, serve, serve_process, wait_until
+from tests.servers import free_port, read_until, send_post, serve, serve_process, wait_until
 
 GRACE = 1
 TICK = b'data: {"choices":[{"index":0,"delta":{"content":"tick "}}]}\n\n'
@@ -61,9 +61,7 @@ def test_sigterm_ends_live_calls_in_band_after_the_grace_and_records_them(isolat
             with streamed, waiting:
                 request = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
                 send_post(streamed, "/v1/messages", orjson.dumps({**request, "stream": True}))
-                received = b""
-                while b"tick" not in received:
-                    received += streamed.recv(4096)
+                received = read_until(streamed, b"tick")
                 send_post(waiting, "/v1/messages", orjson.dumps(request))
                 wait_until(lambda: len(fake.received) == 2, what="the second call to reach the upstream")
                 proxy.send_signal(signal.SIGTERM)
@@ -108,18 +106,13 @@ def test_a_second_ctrl_c_stops_at_once_and_the_live_call_keeps_its_row(isolated_
                     "stream": True,
                 }
                 send_post(streamed, "/v1/messages", orjson.dumps(request))
-                received = b""
-                while b"tick" not in received:
-                    received += streamed.recv(4096)
+                read_until(streamed, b"tick")
                 proxy.send_signal(signal.SIGINT)
                 # The first one is taken once the proxy has begun waiting for the call (its socket is closed).
                 wait_until(lambda: not _accepts(port), what="the proxy to stop accepting")
-                stopping = time.monotonic()
                 proxy.send_signal(signal.SIGINT)
-                proxy.wait(timeout=50)
-                stopped_after = time.monotonic() - stopping
+                proxy.wait(timeout=50)  # well within the minute of grace
     assert proxy.returncode == 130
-    assert stopped_after < 50, stopped_after  # not the minute of grace
     rows = ledger_rows(isolated_home)
     assert [(row["streamed"], row["outcome"]) for row in rows] == [(1, "incomplete_stream")], rows
 
