@@ -176,6 +176,13 @@ class Exchange:
                 await cycle.drain()
                 cycle.write_chunk(data)
 
+    def task(self) -> asyncio.Task[Any]:
+        """The task serving this call (asked of the connection's loop: `get_running_loop()` is a system call)."""
+        cycle = self._cycle
+        task = asyncio.current_task(cycle.conn.loop) if cycle is not None else asyncio.current_task()
+        assert task is not None
+        return task
+
     def watch_client(self, task: asyncio.Task[Any]) -> Callable[[], None]:
         """Cancel `task` if the client leaves before the returned function is called.
 
@@ -296,7 +303,7 @@ class _CycleGuard:
         self.interval = interval
         self.ping = ping
         if self.handle is None:
-            self.handle = asyncio.get_running_loop().call_later(interval, self.tick)
+            self.handle = self.cycle.conn.loop.call_later(interval, self.tick)
         return True
 
     def tick(self) -> None:
@@ -314,7 +321,7 @@ class _CycleGuard:
             exchange.last_send = now
             cycle.write_chunk(data)
         wait = max(exchange.last_send + self.interval - now, self.interval / 4)
-        self.handle = asyncio.get_running_loop().call_later(wait, self.tick)
+        self.handle = cycle.conn.loop.call_later(wait, self.tick)
 
     def stop(self) -> None:
         """Stop watching (and pinging)."""

@@ -175,8 +175,7 @@ class PassThroughPath:
         # An error answer passes through untouched; its start is kept so the ledger says what went wrong.
         error_body: list[bytes] | None = [] if response.status_code >= 400 else None
         kept = 0
-        task = asyncio.current_task()
-        assert task is not None
+        task = exchange.task()
         stop_guard: Callable[[], None] = lambda: None  # noqa: E731
         try:
             await exchange.start_stream(response_headers, response.status_code)

@@ -374,8 +374,7 @@ class Relay:
     async def _watched(self, attempt: Attempt, served: Coroutine[Any, Any, Failure | None]) -> Failure | None:
         """Run one attempt; a client that hangs up while it waits cancels it, upstream call included."""
         exchange, meter = attempt.exchange, attempt.meter
-        task = asyncio.current_task()
-        assert task is not None
+        task = exchange.task()
         stop_watch = exchange.watch_client(task)
         try:
             return await served

@@ -200,8 +200,7 @@ class TranslatedPath:
         decoder = upstream.new_decoder(sink, index)
         await exchange.start_stream([*inbound.stream_headers, (b"request-id", attempt.request_id.encode())])
         outcome: Outcome = "completed"
-        task = asyncio.current_task()
-        assert task is not None
+        task = exchange.task()
 
         def ping() -> bytes:
             encoder.start()
