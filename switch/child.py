@@ -61,7 +61,7 @@ def switch_root() -> str:
     """The folder this process imported the `switch` package from."""
     import switch
 
-    return os.path.dirname(os.path.dirname(os.path.abspath(switch.__file__)))
+    return switch.ROOT
 
 
 def started_from_checkout() -> bool:

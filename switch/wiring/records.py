@@ -47,7 +47,7 @@ def hook_argv(command: str) -> list[str]:
     on its path, told where switch lives; the hooks need nothing but the standard library and switch."""
     import switch
 
-    root = str(Path(switch.__file__).resolve().parent.parent)
+    root = str(Path(switch.ROOT).resolve())
     # After `pip uninstall` the hook must end quietly (no traceback where the harness shows its output).
     code = (
         f"import sys; sys.path.insert(0, {root!r})\n"
