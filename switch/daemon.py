@@ -59,7 +59,8 @@ def healthy(port: int, timeout: float = 0.5) -> dict[str, Any] | None:
         # A proxy with [server] access_token answers nobody without it, not even its own CLI.
         request += b"x-switch-token: " + token.encode() + b"\r\n"
     deadline = time.monotonic() + 2 * timeout
-    answer = b""
+    answer = bytearray()
+    head_end = -1  # where the head's blank line starts, once it is in
     length: int | None = None
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
@@ -73,20 +74,23 @@ def healthy(port: int, timeout: float = 0.5) -> dict[str, Any] | None:
                 if not piece:
                     break
                 answer += piece
-                head, ended, body = answer.partition(b"\r\n\r\n")
-                if ended:
-                    length = _content_length(head)
-                    if not head.startswith((b"HTTP/1.0 200 ", b"HTTP/1.1 200 ")):
+                if head_end < 0:
+                    # Only the new bytes (and the three before them) can complete the blank line.
+                    head_end = answer.find(b"\r\n\r\n", max(0, len(answer) - len(piece) - 3))
+                    if head_end < 0:
+                        continue
+                    if not answer.startswith((b"HTTP/1.0 200 ", b"HTTP/1.1 200 ")):
                         return None
-                    if length is not None and len(body) >= length:
-                        break
+                    length = _content_length(bytes(answer[:head_end]))
+                if length is not None and len(answer) - head_end - 4 >= length:
+                    break
     except OSError:
         return None
-    head, ended, body = answer.partition(b"\r\n\r\n")
-    if not ended or not head.startswith((b"HTTP/1.0 200 ", b"HTTP/1.1 200 ")):
+    if head_end < 0:
         return None
+    body = bytes(answer[head_end + 4 :] if length is None else answer[head_end + 4 : head_end + 4 + length])
     try:
-        value = json.loads(body if length is None else body[:length])
+        value = json.loads(body)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

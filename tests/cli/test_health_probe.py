@@ -105,6 +105,23 @@ def test_an_answer_is_read_to_its_content_length_even_if_the_connection_stays_op
         assert daemon.healthy(port, timeout=10) == {"pid": 7, "home": "h"}
 
 
+def test_an_answer_in_small_pieces_is_read_whatever_read_splits_its_blank_line(isolated_home: Path) -> None:
+    # Two bytes per send, the connection held open: the blank line that ends the head arrives split across
+    # reads, and the body's length is known only once the head is whole.
+    body = b'{"pid": 8, "home": "pieces"}'
+    answer = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%b" % (len(body), body)
+
+    def dribble(connection: socket.socket, done: threading.Event) -> None:
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for start in range(0, len(answer), 2):
+            connection.sendall(answer[start : start + 2])
+        done.wait(30)
+
+    for _ in range(5):
+        with one_connection(dribble) as port:
+            assert daemon.healthy(port, timeout=10) == {"pid": 8, "home": "pieces"}
+
+
 def test_nothing_listening_is_none(isolated_home: Path) -> None:
     assert daemon.healthy(free_port()) is None
 
