@@ -81,17 +81,22 @@ def _switch_server(app: Any, lifespan_required: bool) -> Iterator[str]:
         listener.close()
 
 
+def serve_argv(port: int, options: tuple[str, ...] = ()) -> list[str]:
+    """`switch serve --port PORT OPTIONS` run by this Python, as a user runs it."""
+    return [sys.executable, "-m", "switch", "serve", "--port", str(port), *options]
+
+
+def wait_answering(process: subprocess.Popen[Any], port: int) -> None:
+    """Wait until the proxy `process` started on `port` answers its health probe, or has exited."""
+    wait_until(lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer")
+
+
 def stopped_serve(stop: int, *options: str) -> subprocess.CompletedProcess[str]:
     """`switch serve --port P OPTIONS` once it answers, stopped by the signal `stop`: its exit code and output."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(port), *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = subprocess.Popen(serve_argv(port, options), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until(lambda: answers_health(port) or process.poll() is not None, 30, "switch serve to answer")
+        wait_answering(process, port)
         process.send_signal(stop)
         stdout, stderr = process.communicate(timeout=60)
     finally:
@@ -163,15 +168,10 @@ def start_serve(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> s
     The caller stops and reaps it; prefer `serve_process`, which does so even when the test fails.
     """
     process = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(port), *args],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        serve_argv(port, args), env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        wait_until(
-            lambda: answers_health(port) or process.poll() is not None, timeout=30, what="switch serve to answer"
-        )
+        wait_answering(process, port)
         if process.poll() is not None:
             raise RuntimeError(f"switch serve exited with {process.returncode} before answering")
     except BaseException:
