@@ -88,7 +88,7 @@ def healthy(port: int, timeout: float = 0.5) -> dict[str, Any] | None:
         return None
     if head_end < 0:
         return None
-    body = bytes(answer[head_end + 4 :] if length is None else answer[head_end + 4 : head_end + 4 + length])
+    body = answer[head_end + 4 :] if length is None else answer[head_end + 4 : head_end + 4 + length]
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):

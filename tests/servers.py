@@ -81,8 +81,9 @@ def _switch_server(app: Any, lifespan_required: bool) -> Iterator[str]:
         listener.close()
 
 
-def serve_argv(port: int, options: tuple[str, ...] = ()) -> list[str]:
-    """`switch serve --port PORT OPTIONS` run by this Python, as a user runs it."""
+def user_serve_argv(port: int, options: tuple[str, ...] = ()) -> list[str]:
+    """`switch serve --port PORT OPTIONS` run by this Python as a user types it: without the `-P` that
+    `switch.child.serve_argv` adds for the proxies switch starts itself."""
     return [sys.executable, "-m", "switch", "serve", "--port", str(port), *options]
 
 
@@ -94,7 +95,9 @@ def wait_answering(process: subprocess.Popen[Any], port: int) -> None:
 def stopped_serve(stop: int, *options: str) -> subprocess.CompletedProcess[str]:
     """`switch serve --port P OPTIONS` once it answers, stopped by the signal `stop`: its exit code and output."""
     port = free_port()
-    process = subprocess.Popen(serve_argv(port, options), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        user_serve_argv(port, options), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         wait_answering(process, port)
         process.send_signal(stop)
@@ -168,7 +171,7 @@ def start_serve(port: int, env: dict[str, str], args: tuple[str, ...] = ()) -> s
     The caller stops and reaps it; prefer `serve_process`, which does so even when the test fails.
     """
     process = subprocess.Popen(
-        serve_argv(port, args), env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        user_serve_argv(port, args), env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         wait_answering(process, port)

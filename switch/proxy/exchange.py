@@ -177,7 +177,8 @@ class Exchange:
                 cycle.write_chunk(data)
 
     def task(self) -> asyncio.Task[Any]:
-        """The task serving this call (asked of the connection's loop: `get_running_loop()` is a system call)."""
+        """The task serving this call, asked of the connection's loop (`get_running_loop()` is a getpid() call on
+        Python 3.11)."""
         cycle = self._cycle
         task = asyncio.current_task(cycle.conn.loop) if cycle is not None else asyncio.current_task()
         assert task is not None

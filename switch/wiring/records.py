@@ -47,7 +47,9 @@ def hook_argv(command: str) -> list[str]:
     on its path, told where switch lives; the hooks need nothing but the standard library and switch."""
     import switch
 
-    root = str(Path(switch.ROOT).resolve())
+    # The real folder, links resolved from the package's own file (not `switch.ROOT`, which keeps them): the
+    # command stays the same string that earlier versions wrote into the harness's config.
+    root = str(Path(switch.__file__).resolve().parent.parent)
     # After `pip uninstall` the hook must end quietly (no traceback where the harness shows its output).
     code = (
         f"import sys; sys.path.insert(0, {root!r})\n"

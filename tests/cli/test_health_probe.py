@@ -9,19 +9,19 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from switch import daemon
 from tests.fake_upstream import read_head
-from tests.servers import end_process, free_port, wait_until
+from tests.servers import end_process, free_port, user_serve_argv, wait_until
 
 
 @contextmanager
@@ -105,21 +105,52 @@ def test_an_answer_is_read_to_its_content_length_even_if_the_connection_stays_op
         assert daemon.healthy(port, timeout=10) == {"pid": 7, "home": "h"}
 
 
-def test_an_answer_in_small_pieces_is_read_whatever_read_splits_its_blank_line(isolated_home: Path) -> None:
-    # Two bytes per send, the connection held open: the blank line that ends the head arrives split across
-    # reads, and the body's length is known only once the head is whole.
-    body = b'{"pid": 8, "home": "pieces"}'
-    answer = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%b" % (len(body), body)
+class _Pieces:
+    """A connection whose reads return `pieces` one by one, then the end.
 
-    def dribble(connection: socket.socket, done: threading.Event) -> None:
-        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for start in range(0, len(answer), 2):
-            connection.sendall(answer[start : start + 2])
-        done.wait(30)
+    A real socket cannot be made to end a read at a chosen byte: the kernel hands over whatever has
+    arrived. This stands in for it so that every place a read can end is tried."""
 
-    for _ in range(5):
-        with one_connection(dribble) as port:
-            assert daemon.healthy(port, timeout=10) == {"pid": 8, "home": "pieces"}
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = list(pieces)
+
+    def __enter__(self) -> _Pieces:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def sendall(self, data: bytes) -> None:
+        return None
+
+    def settimeout(self, timeout: float) -> None:
+        return None
+
+    def recv(self, size: int) -> bytes:
+        return self.pieces.pop(0) if self.pieces else b""
+
+
+_BODY = b'{"pid": 8, "home": "pieces"}'
+_ANSWER = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%b" % (len(_BODY), _BODY)
+_EXTRA = b"trailing bytes past the content-length"
+
+
+@pytest.mark.parametrize("cut", range(1, len(_ANSWER)))
+def test_an_answer_split_anywhere_between_two_reads_is_read_to_its_length(
+    cut: int, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    # Bytes past the content-length would spoil the JSON if the head's end were found late or not at all.
+    pieces = [_ANSWER[:cut], _ANSWER[cut:] + _EXTRA]
+    monkeypatch.setattr(socket, "create_connection", lambda *args, **kwargs: _Pieces(pieces))
+    assert daemon.healthy(1, timeout=5) == {"pid": 8, "home": "pieces"}
+
+
+def test_an_answer_one_byte_per_read_is_read_to_its_length(
+    monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    pieces = [bytes([byte]) for byte in _ANSWER + _EXTRA]
+    monkeypatch.setattr(socket, "create_connection", lambda *args, **kwargs: _Pieces(pieces))
+    assert daemon.healthy(1, timeout=5) == {"pid": 8, "home": "pieces"}
 
 
 def test_nothing_listening_is_none(isolated_home: Path) -> None:
@@ -130,11 +161,7 @@ def test_a_proxy_with_an_access_token_is_probed_with_it(isolated_home: Path) -> 
     # The token is not ASCII: it goes out as UTF-8, as the proxy's guard compares it.
     port = free_port()
     (isolated_home / "config.toml").write_text('[server]\naccess_token = "tök-en"\n', encoding="utf-8")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "switch", "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = subprocess.Popen(user_serve_argv(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(lambda: daemon.healthy(port) is not None or process.poll() is not None, 30, "the probe to answer")
         found = daemon.healthy(port, timeout=5)
