@@ -175,6 +175,7 @@ class PassThroughPath:
         # An error answer passes through untouched; its start is kept so the ledger says what went wrong.
         error_body: list[bytes] | None = [] if response.status_code >= 400 else None
         kept = 0
+        delivered_end = False  # the chunk holding the stream's last event has been handed to the client
         task = exchange.task()
         stop_guard: Callable[[], None] = lambda: None  # noqa: E731
         try:
@@ -194,13 +195,18 @@ class PassThroughPath:
                     error_body.append(chunk[: ERROR_BODY_KEPT - kept])
                     kept += len(error_body[-1])
                 await exchange.send_chunk(chunk)
+                delivered_end = sniffer is not None and sniffer.ended
             rest = sniffer.flush() if sniffer is not None else b""
             if scrubber is not None:
                 rest = scrubber.feed(rest) + scrubber.flush()
             await exchange.end_stream(rest)
         except asyncio.CancelledError:
             outcome = cancelled_outcome(task, exchange, meter)
-            if outcome == "incomplete_stream":
+            if outcome == "client_cancelled" and delivered_end:
+                # It left after the stream's last event reached it, before the upstream ended the body:
+                # openai-python closes the response at `[DONE]`. It had the whole answer.
+                outcome = "completed"
+            elif outcome == "incomplete_stream":
                 in_band = inbound.error_event(503, SHUTTING_DOWN) if sniffer is not None and sniffer.is_sse else b""
                 await exchange.end_stream(in_band)
         except RESPONSE_ERRORS as exc:

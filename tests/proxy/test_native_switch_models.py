@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import orjson
 import pytest
 
 from switch.routing.presets import set_active
 from switch.wiring import CLASSIFYING_MODEL
 from tests.conftest import FAKE_BASETEN_KEY, Proxy, load_capture
-from tests.fake_upstream import FakeChatUpstream, FakeUpstream, Turn
+from tests.fake_upstream import FakeChatUpstream, FakeUpstream, Reply, Turn
 from tests.servers import serve
 
 NATIVE_OPENAI_DEFAULT = "gpt-5.5"  # `[pricing] baseline_openai` when config.toml does not set it
@@ -91,6 +92,36 @@ def test_deepagents_switch_auto_on_the_native_route_sends_a_real_model(
         NATIVE_OPENAI_DEFAULT,
         "completed",
     )
+
+
+def _chat_chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+    chunk = {"id": "chatcmpl-native", "object": "chat.completion.chunk", "created": 1, "model": "gpt-5.5"}
+    return b"data: " + orjson.dumps({**chunk, "choices": choices, **extra}) + b"\n\n"
+
+
+def test_a_stream_whose_client_leaves_at_done_before_the_upstream_ends_is_recorded_as_completed(
+    hybrid_proxy: tuple[Proxy, FakeUpstream, FakeChatUpstream],
+) -> None:
+    # openai-python closes the response as soon as it reads `[DONE]`; this upstream ends its body two seconds
+    # after sending it, so the client is gone while the proxy still waits for that end. The client had the whole
+    # answer: the ledger must say completed, with the usage the stream carried, not client_cancelled.
+    proxy, native, _kimi = hybrid_proxy
+    stream = b"".join(
+        [
+            _chat_chunk([{"index": 0, "delta": {"role": "assistant", "content": "all of it"}, "finish_reason": None}]),
+            _chat_chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+            _chat_chunk([], usage={"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    native.script(Reply(200, [stream], delay_between=2.0))
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key=CLIENT_KEY, max_retries=0)
+    request = deepagents_chat_request(CLASSIFYING_MODEL)
+    chunks = list(client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True}))
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == "all of it"
+    record = proxy.sink.wait(1)[0]
+    assert record.outcome == "completed"
+    assert (record.input_tokens, record.output_tokens, record.usage_reported) == (11, 5, True)
 
 
 def test_role_alias_on_the_native_route_uses_the_configured_native_model(
