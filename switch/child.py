@@ -57,17 +57,12 @@ def serve_options(argv: list[str]) -> tuple[str | None, int | None, str, bool] |
     return values.get("--host"), int(port) if port is not None else None, log_level, fail_open
 
 
-def switch_root() -> str:
-    """The folder this process imported the `switch` package from."""
-    import switch
-
-    return switch.ROOT
-
-
 def started_from_checkout() -> bool:
     """Whether the import path's first entry (which `-P` drops) is the folder switch was imported from: `python -m
     switch` run in a source checkout."""
-    return bool(sys.path) and os.path.abspath(sys.path[0] or os.curdir) == switch_root()
+    import switch  # (already loaded: this module is part of it)
+
+    return bool(sys.path) and os.path.abspath(sys.path[0] or os.curdir) == switch.ROOT
 
 
 def working_directory_off_path() -> None:

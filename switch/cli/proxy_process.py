@@ -48,13 +48,13 @@ def proxy_environment() -> dict[str, str]:
     the proxy's path; the proxy must run that same switch (not an installed one, or none), and nothing else
     from there: the folder goes on PYTHONPATH only when it is the one this process found switch in.
     """
-    from switch.child import started_from_checkout, switch_root
+    import switch
+    from switch.child import started_from_checkout
 
     environment = dict(os.environ)
     if not sys.flags.safe_path and started_from_checkout():
-        root = switch_root()
         inherited = environment.get("PYTHONPATH")
-        environment["PYTHONPATH"] = root + (os.pathsep + inherited if inherited else "")
+        environment["PYTHONPATH"] = switch.ROOT + (os.pathsep + inherited if inherited else "")
     return environment
 
 
