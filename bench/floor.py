@@ -1,0 +1,257 @@
+"""What switch adds beyond the least a translating proxy must do on these hops, in one run.
+
+Three ways to the same fake chat upstream, one call each in turn, so that the machine's slow moments
+fall on all three alike:
+
+- direct: the chat body switch would send, posted to the upstream;
+- floor: a relay in this file (`--relay`), the least any Python proxy must do for a whole Claude Code
+  call routed to a chat upstream: parse the body, map its system, messages and tools to a chat body,
+  send it on a kept-alive upstream connection, map the answer back. No checks, routing, ledger, limits
+  or streams. It runs on the proxy's core with uvloop and httptools, as `switch serve` does;
+- switch: `switch serve` routing the same call to the same upstream.
+
+    python bench/floor.py [--requests 2000]
+
+floor − direct is what any proxy on these hops pays here (two more sockets, the other core's wake-ups,
+a 52 KB parse); switch − floor is switch's own work. Percentiles are nearest rank over `--requests`
+calls each, after 30 calls each of warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httptools
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+_UPSTREAM_HEAD = "POST /v1/chat/completions HTTP/1.1\r\nhost: upstream\r\ncontent-type: application/json\r\n"
+_STOPS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+# ---- the floor relay (its own process) ---------------------------------------------------------
+
+
+def chat_body(anthropic: dict[str, Any]) -> dict[str, Any]:
+    """The least mapping of an Anthropic Messages body to a chat completions body."""
+    system = anthropic.get("system") or []
+    texts = [system] if isinstance(system, str) else [block.get("text", "") for block in system]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(texts)}]
+    for message in anthropic["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            messages.append({"role": message["role"], "content": content})
+            continue
+        text: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "text":
+                text.append(block["text"])
+            elif kind == "tool_use":
+                arguments = orjson.dumps(block.get("input") or {}).decode()
+                calls.append(
+                    {"id": block["id"], "type": "function", "function": {"name": block["name"], "arguments": arguments}}
+                )
+            elif kind == "tool_result":
+                result = block.get("content")
+                if isinstance(result, list):
+                    result = "\n".join(part.get("text", "") for part in result)
+                messages.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": result or ""})
+        if text or calls:
+            entry: dict[str, Any] = {"role": message["role"], "content": "\n".join(text) or None}
+            if calls:
+                entry["tool_calls"] = calls
+            messages.append(entry)
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t["input_schema"]},
+        }
+        for t in anthropic.get("tools") or []
+    ]
+    return {"model": "moonshotai/Kimi-K3", "messages": messages, "tools": tools, "max_tokens": anthropic["max_tokens"]}
+
+
+def anthropic_message(chat: dict[str, Any], model: str) -> dict[str, Any]:
+    """The least mapping of a chat completion back to an Anthropic message."""
+    choice = chat["choices"][0]
+    said = choice["message"]
+    content: list[dict[str, Any]] = [{"type": "text", "text": said["content"]}] if said.get("content") else []
+    for call in said.get("tool_calls") or []:
+        function = call["function"]
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call["id"],
+                "name": function["name"],
+                "input": orjson.loads(function["arguments"] or "{}"),
+            }
+        )
+    usage = chat.get("usage") or {}
+    return {
+        "id": chat["id"],
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _STOPS.get(choice.get("finish_reason"), "end_turn"),
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
+    }
+
+
+class _Messages(asyncio.Protocol):
+    """An HTTP/1.1 connection that hands each whole message body to `whole` (its parser is the subclass's)."""
+
+    parser: Any
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+        self.transport: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed_data(data)
+
+    def on_body(self, body: bytes) -> None:
+        self.pieces.append(body)
+
+    def on_message_complete(self) -> None:
+        body, self.pieces = b"".join(self.pieces), []
+        self.whole(body)
+
+    def whole(self, body: bytes) -> None:
+        raise NotImplementedError
+
+
+class _Upstream(_Messages):
+    """One kept-alive connection to the chat upstream, one request at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parser = httptools.HttpResponseParser(self)
+        self.waiting: asyncio.Future[bytes] | None = None
+
+    def whole(self, body: bytes) -> None:
+        if self.waiting is not None:
+            self.waiting.set_result(body)
+
+    async def post(self, body: bytes) -> bytes:
+        self.waiting = asyncio.get_running_loop().create_future()
+        head = f"{_UPSTREAM_HEAD}content-length: {len(body)}\r\n\r\n"
+        self.transport.write(head.encode() + body)
+        return await self.waiting
+
+
+class _Client(_Messages):
+    """One client connection: each whole request is relayed on this connection's own upstream connection."""
+
+    def __init__(self, upstream_port: int) -> None:
+        super().__init__()
+        self.parser = httptools.HttpRequestParser(self)
+        self.upstream_port = upstream_port
+        self.upstream: _Upstream | None = None
+
+    def whole(self, body: bytes) -> None:
+        asyncio.get_running_loop().create_task(self.relay(body))
+
+    async def relay(self, raw: bytes) -> None:
+        if self.upstream is None:
+            _transport, self.upstream = await asyncio.get_running_loop().create_connection(
+                _Upstream, "127.0.0.1", self.upstream_port
+            )
+        request = orjson.loads(raw)
+        answer = orjson.loads(await self.upstream.post(orjson.dumps(chat_body(request))))
+        body = orjson.dumps(anthropic_message(answer, request["model"]))
+        head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        self.transport.write(head.encode() + body)
+
+
+async def _relay(port: int, upstream_port: int) -> None:
+    server = await asyncio.get_running_loop().create_server(lambda: _Client(upstream_port), "127.0.0.1", port)
+    async with server:
+        await server.serve_forever()
+
+
+# ---- the measurement (this process) --------------------------------------------------------------
+
+
+async def measure(stack: Any, floor_port: int, count: int) -> dict[str, dict[str, float]]:
+    """`count` whole calls each way, in turn: percentiles of total time (ms), and the differences."""
+    from bench.overhead import KIMI, Connection
+    from bench.tail_memory import FRACTIONS, PATH, percentiles
+    from bench.workload import claude_code_request
+    from switch.protocols.anthropic_messages.inbound import request_to_ir
+    from switch.protocols.openai_chat.outbound import request_from_ir
+
+    inbound = claude_code_request(stream=False)
+    body = orjson.dumps(inbound)
+    chat = orjson.dumps(request_from_ir(request_to_ir(inbound), KIMI))
+    ways = {
+        "direct": (Connection(stack.upstream_port), "/v1/chat/completions", chat),
+        "floor": (Connection(floor_port), PATH, body),
+        "switch": (Connection(stack.proxy_port), PATH, body),
+    }
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for number in range(30 + count):
+        for name, (connection, path, payload) in ways.items():
+            result = await connection.request(path, payload, b"")
+            if number >= 30:
+                times[name].append(result.total_ms)
+    got = {name: percentiles(values) for name, values in times.items()}
+    for name, minus, label in (
+        ("floor", "direct", "floor − direct"),
+        ("switch", "direct", "switch − direct"),
+        ("switch", "floor", "switch − floor"),
+    ):
+        got[label] = {p: got[name][p] - got[minus][p] for p, _ in FRACTIONS}
+    return got
+
+
+async def main(args: argparse.Namespace) -> None:
+    from bench.loopback import free_port, serving, stop, wait_listening
+    from bench.tail_memory import ENV, FRACTIONS
+
+    with serving(Path(tempfile.mkdtemp(prefix="switch-bench-floor-")), extra_env=ENV) as stack:
+        floor_port = free_port()
+        relay = subprocess.Popen([sys.executable, __file__, "--relay", str(floor_port), str(stack.upstream_port)])
+        try:
+            # On the proxy's core, as `serving` pinned it.
+            os.sched_setaffinity(relay.pid, os.sched_getaffinity(stack.proxy.pid))
+            wait_listening(floor_port)
+            got = await measure(stack, floor_port, args.requests)
+        finally:
+            stop(relay)
+    print(f"\nwhole 52 KB Claude Code calls, {args.requests} each way, in turn")
+    print(f"{'ms':>16s}" + "".join(f"{name:>10s}" for name, _ in FRACTIONS))
+    for row, values in got.items():
+        print(f"{row:>16s}" + "".join(f"{values[name]:>10.3f}" for name, _ in FRACTIONS))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=2000, help="Calls each way.")
+    parser.add_argument("--relay", nargs=2, type=int, metavar=("PORT", "UPSTREAM_PORT"), help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    if arguments.relay:
+        asyncio.run(_relay(*arguments.relay))
+    else:
+        asyncio.run(main(arguments))
