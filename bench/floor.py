@@ -190,6 +190,7 @@ async def _relay(port: int, upstream_port: int) -> None:
 
 async def measure(stack: Any, floor_port: int, count: int) -> dict[str, dict[str, float]]:
     """`count` whole calls each way, in turn: percentiles of total time (ms), and the differences."""
+    # Imported here, not at the top: the relay runs this file too and must carry none of switch's modules.
     from bench.overhead import KIMI, Connection
     from bench.tail_memory import FRACTIONS, PATH, percentiles
     from bench.workload import claude_code_request
