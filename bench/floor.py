@@ -1,7 +1,6 @@
 """What switch adds beyond the least a translating proxy must do on these hops, in one run.
 
-Three ways to the same fake chat upstream, one call each in turn, so that the machine's slow moments
-fall on all three alike:
+Three ways to the same fake chat upstream, one call each in every round (which goes first turns):
 
 - direct: the chat body switch would send, posted to the upstream;
 - floor: a relay in this file (`--relay`), the least any Python proxy must do for a whole Claude Code
@@ -12,9 +11,15 @@ fall on all three alike:
 
     python bench/floor.py [--requests 2000]
 
-floor − direct is what any proxy on these hops pays here (two more sockets, the other core's wake-ups,
-a 52 KB parse); switch − floor is switch's own work. Percentiles are nearest rank over `--requests`
-calls each, after 30 calls each of warm-up.
+floor − direct is what any proxy on these hops pays here (two more sockets, the hand-offs between the
+two cores, a 52 KB parse); switch − floor is switch's own work. Differences are taken percentile by
+percentile, as `bench/tail_memory.py` takes them (at p99.9 and max, each is two single calls apart).
+
+Taken in turn, the machine's slow moments fall at the same times on all three, but they lengthen the
+proxied calls far more than the direct ones (each proxied call crosses the two cores four times; a
+direct call never does): floor − direct moves with the machine's state, switch − floor much less. The
+floor shares its core with switch's idle proxy, whose ledger writer may run during a floor call
+(switch's last calls' rows): read the floor's tail with that in mind.
 """
 
 from __future__ import annotations
@@ -26,13 +31,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httptools
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+if TYPE_CHECKING:
+    from bench.loopback import Stack
 
 _UPSTREAM_HEAD = "POST /v1/chat/completions HTTP/1.1\r\nhost: upstream\r\ncontent-type: application/json\r\n"
 _STOPS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
@@ -145,8 +153,12 @@ class _Upstream(_Messages):
         self.waiting: asyncio.Future[bytes] | None = None
 
     def whole(self, body: bytes) -> None:
-        if self.waiting is not None:
+        if self.waiting is not None and not self.waiting.done():
             self.waiting.set_result(body)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiting is not None and not self.waiting.done():
+            self.waiting.set_exception(ConnectionError("the upstream closed the connection"))
 
     async def post(self, body: bytes) -> bytes:
         self.waiting = asyncio.get_running_loop().create_future()
@@ -156,7 +168,8 @@ class _Upstream(_Messages):
 
 
 class _Client(_Messages):
-    """One client connection: each whole request is relayed on this connection's own upstream connection."""
+    """One client connection, whose requests come one at a time (as the measurement sends them), each relayed
+    on this connection's own upstream connection; a call the relay cannot serve is a 502."""
 
     def __init__(self, upstream_port: int) -> None:
         super().__init__()
@@ -168,14 +181,19 @@ class _Client(_Messages):
         asyncio.get_running_loop().create_task(self.relay(body))
 
     async def relay(self, raw: bytes) -> None:
-        if self.upstream is None:
-            _transport, self.upstream = await asyncio.get_running_loop().create_connection(
-                _Upstream, "127.0.0.1", self.upstream_port
-            )
-        request = orjson.loads(raw)
-        answer = orjson.loads(await self.upstream.post(orjson.dumps(chat_body(request))))
-        body = orjson.dumps(anthropic_message(answer, request["model"]))
-        head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        try:
+            if self.upstream is None or self.upstream.transport.is_closing():
+                _transport, self.upstream = await asyncio.get_running_loop().create_connection(
+                    _Upstream, "127.0.0.1", self.upstream_port
+                )
+            request = orjson.loads(raw)
+            answer = orjson.loads(await self.upstream.post(orjson.dumps(chat_body(request))))
+            body = orjson.dumps(anthropic_message(answer, request["model"]))
+            status = "200 OK"
+        except Exception as exc:  # the measurement stops on a status other than 200, instead of waiting
+            body = repr(exc).encode()
+            status = "502 Bad Gateway"
+        head = f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
         self.transport.write(head.encode() + body)
 
 
@@ -188,11 +206,11 @@ async def _relay(port: int, upstream_port: int) -> None:
 # ---- the measurement (this process) --------------------------------------------------------------
 
 
-async def measure(stack: Any, floor_port: int, count: int) -> dict[str, dict[str, float]]:
+async def measure(stack: Stack, floor_port: int, count: int) -> dict[str, dict[str, float]]:
     """`count` whole calls each way, in turn: percentiles of total time (ms), and the differences."""
     # Imported here, not at the top: the relay runs this file too and must carry none of switch's modules.
-    from bench.overhead import KIMI, Connection
-    from bench.tail_memory import FRACTIONS, PATH, percentiles
+    from bench.overhead import KIMI
+    from bench.tail_memory import PATH, differences, in_turn, percentiles
     from bench.workload import claude_code_request
     from switch.protocols.anthropic_messages.inbound import request_to_ir
     from switch.protocols.openai_chat.outbound import request_from_ir
@@ -200,30 +218,29 @@ async def measure(stack: Any, floor_port: int, count: int) -> dict[str, dict[str
     inbound = claude_code_request(stream=False)
     body = orjson.dumps(inbound)
     chat = orjson.dumps(request_from_ir(request_to_ir(inbound), KIMI))
-    ways = {
-        "direct": (Connection(stack.upstream_port), "/v1/chat/completions", chat),
-        "floor": (Connection(floor_port), PATH, body),
-        "switch": (Connection(stack.proxy_port), PATH, body),
-    }
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for number in range(30 + count):
-        for name, (connection, path, payload) in ways.items():
-            result = await connection.request(path, payload, b"")
-            if number >= 30:
-                times[name].append(result.total_ms)
+    times = await in_turn(
+        {
+            "direct": (stack.upstream_port, "/v1/chat/completions", chat, b""),
+            "floor": (floor_port, PATH, body, b""),
+            "switch": (stack.proxy_port, PATH, body, b""),
+        },
+        count,
+    )
     got = {name: percentiles(values) for name, values in times.items()}
-    for name, minus, label in (
-        ("floor", "direct", "floor − direct"),
-        ("switch", "direct", "switch − direct"),
-        ("switch", "floor", "switch − floor"),
-    ):
-        got[label] = {p: got[name][p] - got[minus][p] for p, _ in FRACTIONS}
+    differences(
+        got,
+        (
+            ("floor − direct", "floor", "direct"),
+            ("switch − direct", "switch", "direct"),
+            ("switch − floor", "switch", "floor"),
+        ),
+    )
     return got
 
 
 async def main(args: argparse.Namespace) -> None:
     from bench.loopback import free_port, serving, stop, wait_listening
-    from bench.tail_memory import ENV, FRACTIONS
+    from bench.tail_memory import ENV, print_table
 
     with serving(Path(tempfile.mkdtemp(prefix="switch-bench-floor-")), extra_env=ENV) as stack:
         floor_port = free_port()
@@ -235,10 +252,7 @@ async def main(args: argparse.Namespace) -> None:
             got = await measure(stack, floor_port, args.requests)
         finally:
             stop(relay)
-    print(f"\nwhole 52 KB Claude Code calls, {args.requests} each way, in turn")
-    print(f"{'ms':>16s}" + "".join(f"{name:>10s}" for name, _ in FRACTIONS))
-    for row, values in got.items():
-        print(f"{row:>16s}" + "".join(f"{values[name]:>10.3f}" for name, _ in FRACTIONS))
+    print_table(f"whole 52 KB Claude Code calls, {args.requests} each way, in turn", got)
 
 
 if __name__ == "__main__":

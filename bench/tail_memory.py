@@ -5,8 +5,8 @@ two), and this client. Phases, in order:
 
 1. idle: the proxy's RSS once it listens and has settled;
 2. sequential: `--requests` whole (non-streamed) 52 KB Claude Code calls and as many 100-chunk streams,
-   each proxied call right after the same call made directly to the upstream: p50, p99, p99.9 and max
-   of both, and what the proxy adds at each;
+   each proxied call and the same call made directly to the upstream taken in turn (which goes first
+   alternates): p50, p99, p99.9 and max of both, and what the proxy adds at each;
 3. load: `--concurrency` clients for `--seconds`, whole answers then streams (requests/s), then RSS;
 4. rest: RSS again after `--rest` seconds with nothing to do (60 by default; shorten it with `--rest 5`).
 
@@ -44,38 +44,64 @@ ENV = {"PYTHON_KEYRING_BACKEND": ""}
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
-    """p50, p99, p99.9 and max of `values` (nearest rank)."""
+    """p50, p99, p99.9 and max of `values`: the sorted value at index ⌊fraction × n⌋ (the last, for max)."""
     ordered = sorted(values)
     last = len(ordered) - 1
     return {name: ordered[min(last, int(fraction * len(ordered)))] for name, fraction in FRACTIONS}
 
 
+async def in_turn(
+    ways: dict[str, tuple[int, str, bytes, bytes]], count: int, warmup: int = 30
+) -> dict[str, list[float]]:
+    """Total time (ms) of `count` calls each way, one call of each in every round, after `warmup` rounds.
+
+    `ways` maps a name to (port, path, body, first-token marker), one kept-alive connection each. The order
+    turns every round, so that no way always follows the same one; a call that takes a minute fails the run.
+    """
+    connections = {name: Connection(port) for name, (port, _path, _body, _marker) in ways.items()}
+    names = list(ways)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for number in range(warmup + count):
+        turn = number % len(names)
+        for name in names[turn:] + names[:turn]:
+            _port, path, body, marker = ways[name]
+            result = await asyncio.wait_for(connections[name].request(path, body, marker), 60)
+            if number >= warmup:
+                times[name].append(result.total_ms)
+    return times
+
+
+def differences(got: dict[str, dict[str, float]], pairs: tuple[tuple[str, str, str], ...]) -> None:
+    """Add to `got`, for each (label, minuend, subtrahend), the difference of their rows percentile by percentile."""
+    for label, minuend, subtrahend in pairs:
+        got[label] = {name: got[minuend][name] - got[subtrahend][name] for name, _ in FRACTIONS}
+
+
 async def sequential(direct_port: int, proxy_port: int, stream: bool, count: int) -> dict[str, dict[str, float]]:
-    """`count` calls each way, interleaved, after 30 warm-up pairs: percentiles of total time (ms)."""
+    """`count` calls each way, in turn, after 30 warm-up rounds: percentiles of total time (ms)."""
     inbound = claude_code_request(stream=stream)
     chat = orjson.dumps(request_from_ir(request_to_ir(inbound), KIMI))
     body = orjson.dumps(inbound)
-    direct, proxied = Connection(direct_port), Connection(proxy_port)
-    direct_ms: list[float] = []
-    proxy_ms: list[float] = []
-    for number in range(30 + count):
-        direct_result = await direct.request("/v1/chat/completions", chat, b'"content":"tok')
-        proxy_result = await proxied.request(PATH, body, b"text_delta")
-        if number >= 30:
-            direct_ms.append(direct_result.total_ms)
-            proxy_ms.append(proxy_result.total_ms)
-    got = {"direct": percentiles(direct_ms), "switch": percentiles(proxy_ms)}
-    got["added"] = {name: got["switch"][name] - got["direct"][name] for name, _ in FRACTIONS}
+    times = await in_turn(
+        {
+            "direct": (direct_port, "/v1/chat/completions", chat, b'"content":"tok'),
+            "switch": (proxy_port, PATH, body, b"text_delta"),
+        },
+        count,
+    )
+    got = {name: percentiles(values) for name, values in times.items()}
+    differences(got, (("added", "switch", "direct"),))
     return got
 
 
 def print_table(label: str, got: dict[str, dict[str, float]]) -> None:
-    """One block: direct, switch and added, one column per percentile."""
+    """One block: a row per entry of `got` (differences signed), one column per percentile."""
     print(f"\n{label}")
-    print(f"{'ms':>8s}" + "".join(f"{name:>10s}" for name, _ in FRACTIONS))
-    for row in ("direct", "switch", "added"):
-        sign = "+" if row == "added" else ""
-        print(f"{row:>8s}" + "".join(f"{got[row][name]:>{sign and '+'}10.3f}" for name, _ in FRACTIONS))
+    width = max(8, *(len(row) for row in got))
+    print(f"{'ms':>{width}s}" + "".join(f"{name:>10s}" for name, _ in FRACTIONS))
+    for row, values in got.items():
+        sign = "+" if row == "added" or " − " in row else ""
+        print(f"{row:>{width}s}" + "".join(f"{values[name]:>{sign}10.3f}" for name, _ in FRACTIONS))
 
 
 async def main(args: argparse.Namespace) -> None:
