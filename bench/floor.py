@@ -206,7 +206,9 @@ async def _relay(port: int, upstream_port: int) -> None:
 # ---- the measurement (this process) --------------------------------------------------------------
 
 
-async def measure(stack: Stack, floor_port: int, count: int) -> dict[str, dict[str, float]]:
+async def measure(
+    stack: Stack, floor_port: int, count: int
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """`count` whole calls each way, in turn: percentiles of total time (ms), and the differences."""
     # Imported here, not at the top: the relay runs this file too and must carry none of switch's modules.
     from bench.overhead import KIMI
@@ -227,7 +229,7 @@ async def measure(stack: Stack, floor_port: int, count: int) -> dict[str, dict[s
         count,
     )
     got = {name: percentiles(values) for name, values in times.items()}
-    differences(
+    apart = differences(
         got,
         (
             ("floor − direct", "floor", "direct"),
@@ -235,7 +237,7 @@ async def measure(stack: Stack, floor_port: int, count: int) -> dict[str, dict[s
             ("switch − floor", "switch", "floor"),
         ),
     )
-    return got
+    return got, apart
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -249,10 +251,10 @@ async def main(args: argparse.Namespace) -> None:
             # On the proxy's core, as `serving` pinned it.
             os.sched_setaffinity(relay.pid, os.sched_getaffinity(stack.proxy.pid))
             wait_listening(floor_port)
-            got = await measure(stack, floor_port, args.requests)
+            got, apart = await measure(stack, floor_port, args.requests)
         finally:
             stop(relay)
-    print_table(f"whole 52 KB Claude Code calls, {args.requests} each way, in turn", got)
+    print_table(f"whole 52 KB Claude Code calls, {args.requests} each way, in turn", got, apart)
 
 
 if __name__ == "__main__":

@@ -71,14 +71,21 @@ async def in_turn(
     return times
 
 
-def differences(got: dict[str, dict[str, float]], pairs: tuple[tuple[str, str, str], ...]) -> None:
-    """Add to `got`, for each (label, minuend, subtrahend), the difference of their rows percentile by percentile."""
-    for label, minuend, subtrahend in pairs:
-        got[label] = {name: got[minuend][name] - got[subtrahend][name] for name, _ in FRACTIONS}
+def differences(
+    got: dict[str, dict[str, float]], pairs: tuple[tuple[str, str, str], ...]
+) -> dict[str, dict[str, float]]:
+    """For each (label, minuend, subtrahend), the difference of `got`'s two rows, percentile by percentile."""
+    return {
+        label: {name: got[minuend][name] - got[subtrahend][name] for name, _ in FRACTIONS}
+        for label, minuend, subtrahend in pairs
+    }
 
 
-async def sequential(direct_port: int, proxy_port: int, stream: bool, count: int) -> dict[str, dict[str, float]]:
-    """`count` calls each way, in turn, after 30 warm-up rounds: percentiles of total time (ms)."""
+async def sequential(
+    direct_port: int, proxy_port: int, stream: bool, count: int
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """`count` calls each way, in turn, after 30 warm-up rounds: percentiles of total time (ms), and what the
+    proxy adds."""
     inbound = claude_code_request(stream=stream)
     chat = orjson.dumps(request_from_ir(request_to_ir(inbound), KIMI))
     body = orjson.dumps(inbound)
@@ -90,18 +97,17 @@ async def sequential(direct_port: int, proxy_port: int, stream: bool, count: int
         count,
     )
     got = {name: percentiles(values) for name, values in times.items()}
-    differences(got, (("added", "switch", "direct"),))
-    return got
+    return got, differences(got, (("added", "switch", "direct"),))
 
 
-def print_table(label: str, got: dict[str, dict[str, float]]) -> None:
-    """One block: a row per entry of `got` (differences signed), one column per percentile."""
+def print_table(label: str, got: dict[str, dict[str, float]], apart: dict[str, dict[str, float]]) -> None:
+    """One block: a row per entry of `got`, then one per difference in `apart` (signed), a column per percentile."""
     print(f"\n{label}")
-    width = max(8, *(len(row) for row in got))
+    width = max(8, *(len(row) for row in (*got, *apart)))
     print(f"{'ms':>{width}s}" + "".join(f"{name:>10s}" for name, _ in FRACTIONS))
-    for row, values in got.items():
-        sign = "+" if row == "added" or " − " in row else ""
-        print(f"{row:>{width}s}" + "".join(f"{values[name]:>{sign}10.3f}" for name, _ in FRACTIONS))
+    for rows, sign in ((got, ""), (apart, "+")):
+        for row, values in rows.items():
+            print(f"{row:>{width}s}" + "".join(f"{values[name]:>{sign}10.3f}" for name, _ in FRACTIONS))
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -110,7 +116,7 @@ async def main(args: argparse.Namespace) -> None:
         idle = rss_mb(stack.proxy.pid)
         for stream in (False, True):
             label = f"sequential, {'stream 100 chunks' if stream else 'no stream'}, {args.requests} calls"
-            print_table(label, await sequential(stack.upstream_port, stack.proxy_port, stream, args.requests))
+            print_table(label, *await sequential(stack.upstream_port, stack.proxy_port, stream, args.requests))
         print()
         for stream in (False, True):
             body = orjson.dumps(claude_code_request(stream=stream))
