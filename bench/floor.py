@@ -220,7 +220,7 @@ async def measure(
     inbound = claude_code_request(stream=False)
     body = orjson.dumps(inbound)
     chat = orjson.dumps(request_from_ir(request_to_ir(inbound), KIMI))
-    times = await in_turn(
+    results = await in_turn(
         {
             "direct": (stack.upstream_port, "/v1/chat/completions", chat, b""),
             "floor": (floor_port, PATH, body, b""),
@@ -228,7 +228,7 @@ async def measure(
         },
         count,
     )
-    got = {name: percentiles(values) for name, values in times.items()}
+    got = {name: percentiles([result.total_ms for result in values]) for name, values in results.items()}
     apart = differences(
         got,
         (

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.loopback import rss_mb, serving  # noqa: E402
-from bench.overhead import KIMI, Connection, throughput  # noqa: E402
+from bench.overhead import KIMI, Connection, Result, throughput  # noqa: E402
 from bench.workload import claude_code_request  # noqa: E402
 from switch.protocols.anthropic_messages.inbound import request_to_ir  # noqa: E402
 from switch.protocols.openai_chat.outbound import request_from_ir  # noqa: E402
@@ -52,23 +52,23 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 async def in_turn(
     ways: dict[str, tuple[int, str, bytes, bytes]], count: int, warmup: int = 30
-) -> dict[str, list[float]]:
-    """Total time (ms) of `count` calls each way, one call of each in every round, after `warmup` rounds.
+) -> dict[str, list[Result]]:
+    """Total and first-token times of `count` calls each way, one call of each in every round, after `warmup` rounds.
 
     `ways` maps a name to (port, path, body, first-token marker), one kept-alive connection each. The order
     turns every round, so that no way always follows the same one; a call that takes a minute fails the run.
     """
     connections = {name: Connection(port) for name, (port, _path, _body, _marker) in ways.items()}
     names = list(ways)
-    times: dict[str, list[float]] = {name: [] for name in names}
+    results: dict[str, list[Result]] = {name: [] for name in names}
     for number in range(warmup + count):
         turn = number % len(names)
         for name in names[turn:] + names[:turn]:
             _port, path, body, marker = ways[name]
             result = await asyncio.wait_for(connections[name].request(path, body, marker), 60)
             if number >= warmup:
-                times[name].append(result.total_ms)
-    return times
+                results[name].append(result)
+    return results
 
 
 def differences(
@@ -89,14 +89,14 @@ async def sequential(
     inbound = claude_code_request(stream=stream)
     chat = orjson.dumps(request_from_ir(request_to_ir(inbound), KIMI))
     body = orjson.dumps(inbound)
-    times = await in_turn(
+    results = await in_turn(
         {
             "direct": (direct_port, "/v1/chat/completions", chat, b'"content":"tok'),
             "switch": (proxy_port, PATH, body, b"text_delta"),
         },
         count,
     )
-    got = {name: percentiles(values) for name, values in times.items()}
+    got = {name: percentiles([result.total_ms for result in values]) for name, values in results.items()}
     return got, differences(got, (("added", "switch", "direct"),))
 
 
