@@ -2,7 +2,7 @@
 
 Both builds serve side by side, routed to the same fake chat upstream, each pinned to the proxy's core
 (one idles while the other serves). The other revision is exported with `git archive` and installed into
-a venv of its own under the temporary directory, kept for the next run (`--env` to choose where); it is
+a venv of its own under the temporary directory, kept for the next run (`--venv` to choose where); it is
 run from outside any checkout, so it imports its own code and never this one's.
 
     python bench/against.py REV [--requests 1500] [--seconds 5] [--rounds 2]
@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -45,7 +46,7 @@ from switch.protocols.anthropic_messages.inbound import request_to_ir  # noqa: E
 from switch.protocols.openai_chat.outbound import request_from_ir  # noqa: E402
 
 THIS = "this"
-WARMUP = 30  # in_turn's warm-up rounds
+WARMUP = 30
 
 
 def resolve(revision: str) -> str:
@@ -59,19 +60,22 @@ def resolve(revision: str) -> str:
     ).stdout.strip()
 
 
-def installed(commit: str, env: Path) -> Path:
+def venv_python_for(commit: str, venv: Path) -> Path:
     """The Python of a venv holding `commit`'s switch, installed there first if it is not yet."""
-    python = env / "bin" / "python"
-    marker = env / "switch-commit"
+    python = venv / "bin" / "python"
+    marker = venv / "switch-commit"
     if python.exists() and marker.exists() and marker.read_text() == commit:
         return python
-    source = env / "source"
-    source.mkdir(parents=True, exist_ok=True)
+    # Whatever was there (another commit, or an install cut short) is not trusted until this one completes.
+    marker.unlink(missing_ok=True)
+    source = venv / "source"
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(source, filter="data")
-    print(f"installing {commit[:12]} into {env} (once; kept for the next run)", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        tar.extractall(source, filter="data")  # Python 3.11.4 and later
+    print(f"installing {commit[:12]} into {venv} (once; kept for the next run)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(source)], check=True)
     marker.write_text(commit)
     return python
@@ -90,12 +94,17 @@ def start_other(python: Path, stack: Stack, home: Path) -> tuple[subprocess.Pope
         f'[providers.baseten]\nbase_url = "http://127.0.0.1:{stack.upstream_port}/v1"\n', encoding="utf-8"
     )
     port = free_port()
-    env = {**os.environ, "SWITCH_HOME": str(home), "BASETEN_API_KEY": "bench-key", **ENV}
-    env.pop("PYTHONPATH", None)
+    environment = {**os.environ, "SWITCH_HOME": str(home), "BASETEN_API_KEY": "bench-key", **ENV}
+    environment.pop("PYTHONPATH", None)
     # -P and a working directory outside this checkout: REV's interpreter must not import this checkout's code.
-    proxy = subprocess.Popen([str(python), "-P", "-m", "switch", "serve", "--port", str(port)], env=env, cwd=str(home))
-    os.sched_setaffinity(proxy.pid, os.sched_getaffinity(stack.proxy.pid))
-    wait_listening(port, timeout=60)
+    command = [str(python), "-P", "-m", "switch", "serve", "--port", str(port)]
+    proxy = subprocess.Popen(command, env=environment, cwd=str(home))
+    try:
+        os.sched_setaffinity(proxy.pid, os.sched_getaffinity(stack.proxy.pid))
+        wait_listening(port, timeout=60, process=proxy)
+    except BaseException:
+        stop(proxy)
+        raise
     return proxy, port
 
 
@@ -113,7 +122,7 @@ async def sequential(
         revision: (other_port, PATH, body, marker),
     }
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    results = await in_turn(ways, count)
+    results = await in_turn(ways, count, WARMUP)
     # Over the warm-up rounds too: the CPU clock cannot be read between one build's calls and the other's.
     spent = {name: (cpu_seconds(pid) - before[name]) * 1000 / (count + WARMUP) for name, pid in pids.items()}
     pairs = (
@@ -132,7 +141,10 @@ async def sequential(
 async def main(args: argparse.Namespace) -> None:
     commit = resolve(args.revision)
     revision = args.revision if len(args.revision) <= 12 else commit[:12]
-    python = installed(commit, Path(args.env or Path(tempfile.gettempdir()) / f"switch-bench-build-{commit[:12]}"))
+    if revision in (THIS, "direct"):
+        revision = commit[:12]  # the table's other rows carry those names
+    venv = Path(args.venv) if args.venv else Path(tempfile.gettempdir()) / f"switch-bench-build-{commit[:12]}"
+    python = venv_python_for(commit, venv)
     scratch = Path(tempfile.mkdtemp(prefix="switch-bench-against-"))
     with serving(scratch / "this", extra_env=ENV) as stack:
         other, other_port = start_other(python, stack, scratch / "other")
@@ -174,5 +186,5 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0, help="Length of each load round.")
     parser.add_argument("--rounds", type=int, default=2, help="Load rounds per build.")
     parser.add_argument("--settle", type=float, default=3.0, help="Seconds to wait before the idle RSS.")
-    parser.add_argument("--env", help="Where REV's venv lives (default: the temporary directory, by commit).")
+    parser.add_argument("--venv", help="Where REV's venv lives (default: the temporary directory, by commit).")
     asyncio.run(main(parser.parse_args()))

@@ -24,14 +24,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_listening(port: int, timeout: float = 20.0) -> None:
-    """Return once something accepts connections on `port`; fail after `timeout` seconds."""
+def wait_listening(port: int, timeout: float = 20.0, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Return once something accepts connections on `port`; fail after `timeout` seconds, or once `process`
+    (what should be listening) has exited."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
         except OSError:
+            if process is not None and process.poll() is not None:
+                status = process.returncode
+                raise RuntimeError(f"the process meant to listen on {port} exited with status {status}") from None
             time.sleep(0.05)
     raise RuntimeError(f"nothing listening on {port}")
 
