@@ -3,11 +3,11 @@
 One fake chat upstream and `switch serve` (pinned to a core of its own where there are two) whose
 writer notes when each batch starts and ends (this script, run as the proxy with `--as-proxy`, wraps
 the writer's flush; nothing in switch itself changes), then `--requests` sequential 52 KB Claude Code
-calls. Prints the call percentiles, how many calls overlapped a batch, and what share of those and of
-the others were slow (over `--slow` times the median): a writer that holds the core shows as a much
-larger slow share inside batches than outside.
+calls, whole or (`--stream`) streamed in 100 chunks. Prints the call percentiles, how many calls
+overlapped a batch, and what share of those and of the others were slow (over `--slow` times the
+median): a writer that holds the core shows as a much larger slow share inside batches than outside.
 
-    python bench/tail_cause.py [--requests 3000] [--slow 2.0]
+    python bench/tail_cause.py [--requests 3000] [--slow 2.0] [--stream]
 """
 
 from __future__ import annotations
@@ -49,19 +49,19 @@ def run_as_proxy(arguments: list[str]) -> None:
     raise SystemExit(main(arguments))
 
 
-async def calls(port: int, count: int) -> list[tuple[float, float]]:
-    """(start, end) of `count` sequential whole calls after 30 warm-up ones, on this machine's monotonic clock."""
+async def calls(port: int, count: int, stream: bool) -> list[tuple[float, float]]:
+    """(start, end) of `count` sequential calls after 30 warm-up ones, on this machine's monotonic clock."""
     import orjson
 
     from bench.overhead import Connection
     from bench.workload import claude_code_request
 
-    body = orjson.dumps(claude_code_request(stream=False))
+    body = orjson.dumps(claude_code_request(stream=stream))
     connection = Connection(port)
     spans = []
     for number in range(30 + count):
         began = time.perf_counter()
-        await connection.request(PATH, body, b"")
+        await connection.request(PATH, body, b"text_delta" if stream else b"")
         if number >= 30:
             spans.append((began, time.perf_counter()))
     return spans
@@ -107,7 +107,7 @@ def main(args: argparse.Namespace) -> None:
             uvloop.install()
         except ImportError:
             pass
-        spans = asyncio.run(calls(proxy_port, args.requests))
+        spans = asyncio.run(calls(proxy_port, args.requests, args.stream))
         time.sleep(0.5)  # the last batch
     finally:
         stop(proxy)
@@ -152,5 +152,6 @@ if __name__ == "__main__":
         parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
         parser.add_argument("--requests", type=int, default=3000, help="Sequential calls measured.")
         parser.add_argument("--slow", type=float, default=2.0, help="A call is slow above this many medians.")
+        parser.add_argument("--stream", action="store_true", help="Streamed calls (100 chunks) instead of whole.")
         parser.add_argument("--settle", type=float, default=2.0, help="Seconds after start before the first call.")
         main(parser.parse_args())
