@@ -38,7 +38,16 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.loopback import Stack, free_port, rss_mb, serving, stop, wait_listening  # noqa: E402
+from bench.loopback import (  # noqa: E402
+    Stack,
+    cpu_seconds,
+    free_port,
+    proxy_home,
+    rss_mb,
+    serving,
+    stop,
+    wait_listening,
+)
 from bench.overhead import KIMI, throughput  # noqa: E402
 from bench.tail_memory import ENV, PATH, differences, in_turn, percentiles, print_table  # noqa: E402
 from bench.workload import claude_code_request  # noqa: E402
@@ -81,20 +90,10 @@ def venv_python_for(commit: str, venv: Path) -> Path:
     return python
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process `pid` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def start_other(python: Path, stack: Stack, home: Path) -> tuple[subprocess.Popen[bytes], int]:
     """REV's `switch serve` of its own home, routed to `stack`'s upstream and pinned beside this checkout's."""
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(
-        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{stack.upstream_port}/v1"\n', encoding="utf-8"
-    )
     port = free_port()
-    environment = {**os.environ, "SWITCH_HOME": str(home), "BASETEN_API_KEY": "bench-key", **ENV}
+    environment = {**proxy_home(home, stack.upstream_port), **ENV}
     environment.pop("PYTHONPATH", None)
     # -P and a working directory outside this checkout: REV's interpreter must not import this checkout's code.
     command = [str(python), "-P", "-m", "switch", "serve", "--port", str(port)]

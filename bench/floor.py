@@ -250,7 +250,7 @@ async def main(args: argparse.Namespace) -> None:
         try:
             # On the proxy's core, as `serving` pinned it.
             os.sched_setaffinity(relay.pid, os.sched_getaffinity(stack.proxy.pid))
-            wait_listening(floor_port)
+            wait_listening(floor_port, process=relay)
             got, apart = await measure(stack, floor_port, args.requests)
         finally:
             stop(relay)

@@ -48,6 +48,32 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proxy_home(home: Path, upstream_port: int, extra_config: str = "") -> dict[str, str]:
+    """Write `home`'s config.toml routing Baseten to the loopback upstream; the environment a proxy of it runs in.
+
+    `{upstream}` in `extra_config` is that upstream's URL.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        # replace, not format: TOML inline tables use braces
+        extra_config.replace("{upstream}", f"http://127.0.0.1:{upstream_port}")
+        + f'\n[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n',
+        encoding="utf-8",
+    )
+    return {
+        **os.environ,
+        "SWITCH_HOME": str(home),
+        "BASETEN_API_KEY": "bench-key",
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+    }
+
+
 @dataclass(frozen=True)
 class Stack:
     """The running upstream and proxy: their ports, and the proxy's process (to read its memory)."""
@@ -72,20 +98,7 @@ def serving(
     shares the other with this process, so the proxy's figures are one core's and not the scheduler's.
     """
     upstream_port, proxy_port = free_port(), free_port()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(
-        # `{upstream}` in extra_config is this upstream's URL (replace, not format: TOML inline tables use braces).
-        extra_config.replace("{upstream}", f"http://127.0.0.1:{upstream_port}")
-        + f'\n[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n',
-        encoding="utf-8",
-    )
-    env = {
-        **os.environ,
-        "SWITCH_HOME": str(home),
-        "BASETEN_API_KEY": "bench-key",
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-        **(extra_env or {}),
-    }
+    env = {**proxy_home(home, upstream_port, extra_config), **(extra_env or {})}
     upstream = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port), *upstream_args], env=env
     )

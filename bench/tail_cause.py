@@ -68,21 +68,12 @@ async def calls(port: int, count: int, stream: bool) -> list[tuple[float, float]
 
 
 def main(args: argparse.Namespace) -> None:
-    from bench.loopback import free_port, stop, wait_listening
+    from bench.loopback import free_port, proxy_home, stop, wait_listening
 
     home = Path(tempfile.mkdtemp(prefix="switch-bench-cause-"))
     upstream_port, proxy_port = free_port(), free_port()
-    (home / "config.toml").write_text(
-        f'[providers.baseten]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n', encoding="utf-8"
-    )
     log = home / "batches.log"
-    env = {
-        **os.environ,
-        "SWITCH_HOME": str(home),
-        "BASETEN_API_KEY": "bench-key",
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-        BATCHES: str(log),
-    }
+    env = {**proxy_home(home, upstream_port), BATCHES: str(log)}
     upstream = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "upstream_server.py"), str(upstream_port)], env=env
     )

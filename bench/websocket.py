@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from websockets.asyncio.client import ClientConnection, connect
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.loopback import post_request, read_head, rss_mb, serving  # noqa: E402
+from bench.loopback import cpu_seconds, post_request, read_head, rss_mb, serving  # noqa: E402
 from bench.overhead import KIMI, Connection, percentile  # noqa: E402
 from bench.workload import codex_request  # noqa: E402
 from switch.protocols.openai_chat.outbound import request_from_ir  # noqa: E402
@@ -42,11 +41,6 @@ BETA = {"OpenAI-Beta": "responses_websockets=2026-02-06"}
 
 def _tool_output(turn: int) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": f"call_{turn}", "output": f"exit 0\n{'line of output ' * 40}"}
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _read_sse(reader: asyncio.StreamReader) -> bytes:
@@ -189,9 +183,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             for name, run in (("HTTP SSE", http_session), ("WebSocket", ws_session)):
                 proxied, direct, cpu = runs[name]
                 direct.append(await direct_times(stack.upstream_port, bodies))
-                before = _cpu_s(pid)
+                before = cpu_seconds(pid)
                 proxied.append(await run(stack.proxy_port, bodies))
-                cpu.append(_cpu_s(pid) - before)
+                cpu.append(cpu_seconds(pid) - before)
         print(f"{args.sessions} sessions of {TURNS} Codex turns each, alternating, in one run:")
         results: dict[str, Any] = {name: _summary(name, *run) for name, run in runs.items()}
         results["proxy_rss_mb"] = rss_mb(pid)
